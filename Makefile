@@ -1,0 +1,35 @@
+# Every target installs what it needs first: on a machine with only Python and pip, `make test` bootstraps uv,
+# syncs the locked environment, and runs the suite.
+PYTHON ?= python3
+UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
+RUN := $(UV) run --frozen
+
+.PHONY: install test unit-test trl-test lint format bench demo
+
+.venv/.installed: pyproject.toml uv.lock
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	$(UV) sync --frozen
+	@touch $@
+
+install: .venv/.installed
+
+test: install
+	$(RUN) pytest tst
+
+unit-test: install
+	$(RUN) pytest tst/unit
+
+trl-test: install
+	$(RUN) pytest tst/trl
+
+lint: install
+	$(RUN) ruff check agent_env tst bench
+	$(RUN) ruff format --check agent_env tst bench
+	$(RUN) mypy
+
+format: install
+	$(RUN) ruff format agent_env tst bench
+	$(RUN) ruff check --fix agent_env tst bench
+
+bench: install
+	@for script in bench/*.py; do echo "== $$script"; $(RUN) python $$script || exit 1; done

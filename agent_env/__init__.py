@@ -1,0 +1,38 @@
+"""agent_env: tool-using LLM environments whose tools publish, and hold calls to, their full JSON Schema."""
+
+from agent_env._agent_env import AgentEnv
+from agent_env.environment import Environment
+from agent_env.errors import (
+    AgentEnvError,
+    EpisodeEndedError,
+    EpisodeNotStartedError,
+    EpisodeStateError,
+    SessionClosedError,
+    ToolArgumentError,
+    ToolDefinitionError,
+    ToolError,
+    UnknownToolError,
+)
+from agent_env.session import LocalProvider, LocalSession, Session
+from agent_env.tools import Tool, ToolSet, tool
+
+__all__ = [
+    "AgentEnv",
+    "AgentEnvError",
+    "Environment",
+    "EpisodeEndedError",
+    "EpisodeNotStartedError",
+    "EpisodeStateError",
+    "LocalProvider",
+    "LocalSession",
+    "Session",
+    "SessionClosedError",
+    "Tool",
+    "ToolArgumentError",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolSet",
+    "UnknownToolError",
+    "tool",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,62 @@
+"""`AgentEnv`: one environment, in process or served, in every form a trainer or a script needs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agent_env.environment import Environment
+from agent_env.envs import DEFAULT_ENVIRONMENT, load_environment
+from agent_env.session import LocalProvider, Provider, Session
+from agent_env.training.templates import DEFAULT_TEMPLATE
+from agent_env.training.trl import EnvironmentFactory
+
+if TYPE_CHECKING:
+    import datasets
+
+
+class AgentEnv:
+    """One environment: `factory` for TRL, `dataset(split)` for its tasks, `open()` for a session in a script.
+
+    Attributes:
+        provider: Where sessions come from.
+        factory: The picklable `environment_factory` to give `GRPOTrainer` or AsyncGRPO; a plain attribute.
+    """
+
+    def __init__(self, provider: Provider, *, chat_template: str = DEFAULT_TEMPLATE) -> None:
+        self.provider = provider
+        self.factory = EnvironmentFactory(provider, chat_template=chat_template)
+
+    @classmethod
+    def local(cls, environment: str | type[Environment] = DEFAULT_ENVIRONMENT, **config: Any) -> AgentEnv:
+        """An environment in this process: a built-in name (`gridsim-desk`), `module:Class`, or a class.
+
+        Args:
+            environment: Which environment.
+            **config: Passed to the environment's constructor (for the desk, `bundle="desk-v4"`).
+        """
+        environment_class = load_environment(environment) if isinstance(environment, str) else environment
+        return cls(LocalProvider(environment_class, **config))
+
+    @classmethod
+    def connect(cls, url: str, *, token: str | None = None, timeout: float = 30.0) -> AgentEnv:
+        """An environment served by `agent-env serve` (or `build_app`) at `url`; needs the `server` extra."""
+        from agent_env.server.client import RemoteProvider
+
+        return cls(RemoteProvider(url, token=token, timeout=timeout))
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The published tools: `name`, `description`, `inputSchema`."""
+        return self.provider.tools()
+
+    def open(self) -> Session:
+        """A new session (one episode at a time) for a script; close it when done, or use it in a `with`."""
+        return self.provider.open()
+
+    def dataset(self, split: str = "train") -> datasets.Dataset:
+        """The tasks of a split as a `datasets.Dataset` whose rows `reset(**row)` accepts (needs the `trl` extra)."""
+        import datasets
+
+        return datasets.Dataset.from_list(self.provider.dataset_rows(split))
+
+    def __repr__(self) -> str:
+        return f"AgentEnv({self.provider.name!r})"

@@ -1,0 +1,35 @@
+"""One background event loop per process, for running an async tool from synchronous code."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="agent-env-async-tools", daemon=True).start()
+        return _loop
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run `coroutine` to completion on the background loop and return its result, from any thread but that one.
+
+    Every async tool of the process runs on the same loop, so resources an environment opens on it (clients,
+    connections) stay usable from one call to the next.
+    """
+    loop = _background_loop()
+    if threading.current_thread().name == "agent-env-async-tools":
+        coroutine.close()
+        raise RuntimeError("an async tool was called synchronously from inside another async tool; await it instead")
+    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()

@@ -1,0 +1,59 @@
+"""The errors agent_env raises: small classes, each with a stable code and a message that says how to fix it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class AgentEnvError(Exception):
+    """Base class of every error agent_env raises on purpose."""
+
+    code: ClassVar[str] = "agent_env_error"
+
+
+class ToolDefinitionError(AgentEnvError, TypeError):
+    """A tool cannot be published as written; raised when its environment class is defined."""
+
+    code = "tool_definition"
+
+
+class ToolError(AgentEnvError, ValueError):
+    """A tool call the model can fix: the message is written for the model and names what to change."""
+
+    code = "tool_error"
+
+
+class ToolArgumentError(ToolError):
+    """A tool call's arguments break the tool's published input schema."""
+
+    code = "invalid_arguments"
+
+
+class UnknownToolError(ToolError, LookupError):
+    """A call names a tool the environment does not publish."""
+
+    code = "unknown_tool"
+
+
+class EpisodeStateError(AgentEnvError, RuntimeError):
+    """A call that the episode's state does not allow (before reset, or after it ended)."""
+
+    code = "episode_state"
+
+
+class EpisodeNotStartedError(EpisodeStateError):
+    """A tool was called, or the reward read, before `reset` started an episode."""
+
+    code = "episode_not_started"
+
+
+class EpisodeEndedError(EpisodeStateError):
+    """A tool was called after the episode ended; only `reset` starts a new one."""
+
+    code = "episode_ended"
+
+
+class SessionClosedError(EpisodeStateError):
+    """A session was used after `close`."""
+
+    code = "session_closed"

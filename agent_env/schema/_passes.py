@@ -1,0 +1,129 @@
+"""Normalize a JSON Schema into the compact, self-contained form that tools publish, as a list of pure passes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema_rs
+
+Schema = dict[str, Any]
+
+# Keywords whose value is a map of names to subschemas, a single subschema, or a list of subschemas.
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_VALUES = (
+    "items",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+)
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+# Annotations that cost the model tokens and tell it nothing: pydantic's generated titles, OpenAPI's discriminator
+# (its mapping points into `$defs`, which are gone once refs are inlined), and the dialect marker.
+_NOISE = frozenset({"title", "discriminator", "$schema", "$id", "$comment", "examples"})
+
+# The order keywords are written in, so a schema reads top-down: what it is, what it means, what it holds.
+_ORDER = (
+    "type",
+    "description",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "minimum",
+    "exclusiveMinimum",
+    "maximum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "default",
+)
+_RANK = {keyword: rank for rank, keyword in enumerate(_ORDER)}
+
+
+class SchemaNormalizationError(ValueError):
+    """A schema cannot be made self-contained (for example, a recursive type)."""
+
+
+def map_subschemas(schema: Schema, function: Callable[[Schema], Schema]) -> Schema:
+    """Return `schema` with `function` applied to each of its direct subschemas (not to `schema` itself)."""
+    result: Schema = {}
+    for keyword, value in schema.items():
+        if keyword in _SCHEMA_MAPS and isinstance(value, dict):
+            result[keyword] = {name: _apply(function, sub) for name, sub in value.items()}
+        elif keyword in _SCHEMA_VALUES:
+            result[keyword] = _apply(function, value)
+        elif keyword in _SCHEMA_LISTS and isinstance(value, list):
+            result[keyword] = [_apply(function, sub) for sub in value]
+        else:
+            result[keyword] = value
+    return result
+
+
+def _apply(function: Callable[[Schema], Schema], value: Any) -> Any:
+    return function(value) if isinstance(value, dict) else value  # booleans are schemas too; leave them be
+
+
+def inline_refs(schema: Schema) -> Schema:
+    """Inline every local `$ref` and drop `$defs`; refuse what cannot be inlined (a recursive type)."""
+    if not _has_ref(schema):
+        return schema
+    try:
+        inlined = jsonschema_rs.dereference(schema, offline=True)
+    except jsonschema_rs.ReferencingError as error:
+        raise SchemaNormalizationError(f"a $ref cannot be resolved: {error}") from None
+    inlined.pop("$defs", None)
+    inlined.pop("definitions", None)
+    if _has_ref(inlined):
+        raise SchemaNormalizationError(
+            "the schema refers to itself (a recursive type), which cannot be inlined into a self-contained schema; "
+            "use a non-recursive type, or give the tool an explicit input_schema"
+        )
+    return inlined
+
+
+def _has_ref(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        return "$ref" in schema or any(_has_ref(value) for value in schema.values())
+    if isinstance(schema, list):
+        return any(_has_ref(item) for item in schema)
+    return False
+
+
+def drop_noise(schema: Schema) -> Schema:
+    """Drop generated titles and other annotations that carry no meaning for the model."""
+    kept = {keyword: value for keyword, value in schema.items() if keyword not in _NOISE}
+    return map_subschemas(kept, drop_noise)
+
+
+def order_keywords(schema: Schema) -> Schema:
+    """Write keywords in a fixed, readable order: type first, then meaning, contents, bounds, default last."""
+    ordered = dict(sorted(schema.items(), key=lambda item: (_RANK.get(item[0], len(_ORDER)), item[0])))
+    return map_subschemas(ordered, order_keywords)
+
+
+PASSES: tuple[Callable[[Schema], Schema], ...] = (inline_refs, drop_noise, order_keywords)
+
+
+def normalize(schema: Schema) -> Schema:
+    """Run every pass over `schema`: the compact, self-contained form that is published."""
+    for normalization_pass in PASSES:
+        schema = normalization_pass(schema)
+    return schema

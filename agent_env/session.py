@@ -1,0 +1,186 @@
+"""One episode behind one interface (list tools, reset, call a tool, read the reward, close), in process or remote."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from enum import Enum
+from types import TracebackType
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from agent_env._loop import run_sync
+from agent_env.environment import Environment
+from agent_env.errors import EpisodeEndedError, EpisodeNotStartedError, SessionClosedError
+from agent_env.tools import END_TURN, Tool
+
+
+class Session(ABC):
+    """One episode of one environment. Every layer above (TRL, the server, scripts) talks to this, never to a transport.
+
+    A session holds one episode at a time: `reset` starts one (again and again), `call_tool` acts on it, the
+    `end_turn` tool ends it, and `reward` scores it (reading the reward of a running episode ends it first, so the
+    model that never said it was done is scored on what it did). `close` frees it; closing twice does nothing.
+    """
+
+    @abstractmethod
+    def tools(self) -> list[dict[str, Any]]:
+        """The published tools: `name`, `description`, `inputSchema` (the MCP shape)."""
+
+    @abstractmethod
+    def reset(self, **row: Any) -> str | None:
+        """Start a new episode from a dataset row; return the first observation."""
+
+    @abstractmethod
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """Validate and run one tool call; return its result as text.
+
+        Raises:
+            ToolArgumentError: The arguments break the published schema; nothing changed.
+            UnknownToolError: No tool has that name.
+            EpisodeStateError: No episode is running (before `reset`, or after it ended).
+        """
+
+    async def acall_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """`call_tool` for async callers; runs in a worker thread unless a subclass does better."""
+        return await asyncio.to_thread(self.call_tool, name, arguments)
+
+    def is_async(self, name: str) -> bool:
+        """Whether tool `name` is best called through `acall_tool`."""
+        return False
+
+    @abstractmethod
+    def reward(self) -> float:
+        """The episode's reward, ending the episode first if it is still running."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Free the session; calling it again does nothing."""
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+
+class EpisodeState(Enum):
+    """Where a session's episode is."""
+
+    NEW = "new"
+    RUNNING = "running"
+    ENDED = "ended"
+    CLOSED = "closed"
+
+
+class LocalSession(Session):
+    """A session on an `Environment` instance in this process: the one place where calls are checked and run."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.environment = environment
+        self.state = EpisodeState.NEW
+
+    def tools(self) -> list[dict[str, Any]]:
+        return type(self.environment).tools.published
+
+    def reset(self, **row: Any) -> str | None:
+        self._require_open()
+        observation = self.environment.reset(**row)
+        self.state = EpisodeState.RUNNING
+        return observation
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        tool, kwargs = self._prepare(name, arguments)
+        result = tool.function(self.environment, **kwargs)
+        if tool.is_async:
+            result = run_sync(result)
+        return self._finish(tool, result)
+
+    async def acall_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        tool, kwargs = self._prepare(name, arguments)
+        result = tool.function(self.environment, **kwargs)
+        if tool.is_async:
+            result = await result
+        return self._finish(tool, result)
+
+    def is_async(self, name: str) -> bool:
+        found = type(self.environment).tools.get(name)
+        return found is not None and found.is_async
+
+    def reward(self) -> float:
+        self._require_open()
+        if self.state is EpisodeState.NEW:
+            raise EpisodeNotStartedError("no episode to score: call reset(...) first")
+        if self.state is EpisodeState.RUNNING:
+            self.call_tool(END_TURN, {})
+        return float(self.environment.reward())
+
+    def close(self) -> None:
+        self.state = EpisodeState.CLOSED
+
+    def _prepare(self, name: str, arguments: Mapping[str, Any]) -> tuple[Tool, dict[str, Any]]:
+        tool = type(self.environment).tools.resolve(name)
+        self._require_running(name)
+        return tool, tool.bind(arguments)
+
+    def _finish(self, tool: Tool, result: Any) -> str:
+        if tool.name == END_TURN:
+            self.state = EpisodeState.ENDED
+        return as_text(result)
+
+    def _require_open(self) -> None:
+        if self.state is EpisodeState.CLOSED:
+            raise SessionClosedError("this session is closed; open a new one")
+
+    def _require_running(self, name: str) -> None:
+        self._require_open()
+        if self.state is EpisodeState.NEW:
+            raise EpisodeNotStartedError(f"tool '{name}' was called before the episode started: call reset(...) first")
+        if self.state is EpisodeState.ENDED:
+            raise EpisodeEndedError(
+                f"tool '{name}' was called after the episode ended (end_turn was called); call reset(...) to start "
+                "another"
+            )
+
+
+def as_text(result: Any) -> str:
+    """A tool's result as the text the model reads: strings as they are, anything else as compact JSON."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, BaseModel):
+        return result.model_dump_json()
+    return json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class LocalProvider:
+    """Opens in-process sessions of one environment class with one configuration; picklable, so it can travel."""
+
+    def __init__(self, environment: type[Environment], **config: Any) -> None:
+        self.environment = environment
+        self.config = config
+        self.name = environment.__name__
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The environment's published tools, without opening an episode."""
+        return self.environment.tools.published
+
+    def open(self) -> LocalSession:
+        """A new session on a fresh environment instance."""
+        return LocalSession(self.environment(**self.config))
+
+    def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        """The rows of a dataset split, each one a valid `reset(**row)`."""
+        return self.environment(**self.config).dataset_rows(split)
+
+
+class Provider(Protocol):
+    """Where sessions of one environment come from: in process (`LocalProvider`) or a server."""
+
+    name: str
+
+    def tools(self) -> list[dict[str, Any]]: ...
+    def open(self) -> Session: ...
+    def dataset_rows(self, split: str) -> list[dict[str, Any]]: ...

@@ -1,0 +1,205 @@
+"""The `tool` decorator and the registry that turns an environment's tool methods into published, validated tools."""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from agent_env.errors import ToolArgumentError, ToolDefinitionError, UnknownToolError
+from agent_env.schema import (
+    ArgumentModel,
+    ArgumentValidator,
+    Docstring,
+    SchemaNormalizationError,
+    check_schema,
+    fingerprint,
+    normalize,
+    signature_schema,
+    tool_parameters,
+    validator_for,
+)
+from agent_env.schema._validator import format_problems, short
+
+END_TURN = "end_turn"
+"""The tool that ends the model's turn; every environment has it, and TRL shows it with its method schema."""
+
+RESERVED_NAMES = frozenset({"reset", "get_reward", "reward", "close"})
+_MARK = "__agent_env_tool__"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """What the `tool` decorator was told; anything left `None` comes from the function."""
+
+    name: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any] | None = None
+
+
+@overload
+def tool(function: F, /) -> F: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, input_schema: dict[str, Any] | None = None
+) -> Callable[[F], F]: ...
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+) -> Any:
+    """Mark an environment method as a tool the model can call.
+
+    Args:
+        function: The method, when used bare as `@tool`.
+        name: The published name; defaults to the method's name.
+        description: The published description; defaults to the docstring (without its Args section).
+        input_schema: An explicit JSON Schema for the arguments, used as published instead of the type hints;
+            its properties must match the method's parameters.
+    """
+    options = ToolOptions(name, description, input_schema)
+
+    def mark(method: F) -> F:
+        setattr(method, _MARK, options)
+        return method
+
+    return mark(function) if function is not None else mark
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One published tool: its name, description and input schema, and how to validate and run a call of it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    function: Callable[..., Any]
+    validator: ArgumentValidator
+    convert: ArgumentModel | None
+    parameters: frozenset[str]
+    is_async: bool
+
+    def published(self) -> dict[str, Any]:
+        """The tool as MCP lists it: `name`, `description`, `inputSchema`."""
+        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+
+    def bind(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate a call's arguments against the published schema; return the keyword arguments to call with."""
+        arguments = dict(arguments)
+        unknown = arguments.keys() - self.parameters
+        if unknown:
+            takes = ", ".join(sorted(self.parameters)) or "no arguments"
+            problems = [f"{name}: unknown argument; this tool takes {takes}" for name in sorted(unknown)]
+            raise ToolArgumentError(format_problems(self.name, problems))
+        self.validator.validate(self.name, arguments)
+        return self.convert(self.name, arguments) if self.convert else arguments
+
+    @classmethod
+    def from_function(cls, function: Callable[..., Any], options: ToolOptions) -> Tool:
+        """Build a tool from a method and its decorator options; raise `ToolDefinitionError` saying what is wrong."""
+        name = options.name or function.__name__
+        _check_name(name)
+        docstring = Docstring.parse(function)
+        convert: ArgumentModel | None
+        if options.input_schema is not None:
+            raw_schema, convert = options.input_schema, None
+            _check_explicit_schema(name, function, raw_schema)
+        else:
+            raw_schema, convert = signature_schema(function, name)
+        try:
+            schema = normalize(raw_schema)
+            check_schema(schema)
+        except (SchemaNormalizationError, ValueError) as error:
+            raise ToolDefinitionError(f"tool '{name}': {error}") from None
+        return cls(
+            name=name,
+            description=options.description or docstring.description,
+            input_schema=schema,
+            function=function,
+            validator=validator_for(schema),
+            convert=convert,
+            parameters=frozenset(parameter.name for parameter in tool_parameters(function, name)),
+            is_async=inspect.iscoroutinefunction(function),
+        )
+
+
+def _check_name(name: str) -> None:
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise ToolDefinitionError(f"tool name {name!r} is not a Python identifier; use letters, digits and '_'")
+    if name.startswith("_"):
+        raise ToolDefinitionError(f"tool name {name!r} starts with '_', which TRL skips; rename the tool")
+    if name in RESERVED_NAMES:
+        raise ToolDefinitionError(f"tool name {name!r} is reserved for the episode's control; rename the tool")
+
+
+def _check_explicit_schema(name: str, function: Callable[..., Any], schema: dict[str, Any]) -> None:
+    if schema.get("type") != "object":
+        raise ToolDefinitionError(f"tool '{name}': an input_schema must have \"type\": \"object\"")
+    properties = set(schema.get("properties", {}))
+    parameters = {p.name: p for p in tool_parameters(function, name)}
+    if properties != parameters.keys():
+        raise ToolDefinitionError(
+            f"tool '{name}': input_schema properties {sorted(properties)} must match the method's parameters "
+            f"{sorted(parameters)}"
+        )
+    required = set(schema.get("required", []))
+    for parameter in parameters.values():
+        if parameter.default is inspect.Parameter.empty and parameter.name not in required:
+            raise ToolDefinitionError(
+                f"tool '{name}': parameter '{parameter.name}' has no default, so input_schema must list it in "
+                "'required' (or give the parameter a default)"
+            )
+
+
+class ToolSet(Mapping[str, Tool]):
+    """The tools of one environment class, by name, in definition order."""
+
+    def __init__(self, tools: list[Tool]) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+        self.published: list[dict[str, Any]] = [tool.published() for tool in tools]
+        self.fingerprint = fingerprint(self.published)
+
+    @classmethod
+    def collect(cls, environment: type) -> ToolSet:
+        """Every tool of a class and its bases; an override of a tool stays a tool even without the decorator."""
+        options: dict[str, ToolOptions] = {}
+        for base in reversed(environment.__mro__):
+            for attribute, value in vars(base).items():
+                marked = getattr(value, _MARK, None)
+                if marked is not None:
+                    options[attribute] = marked
+        options = {name: options[name] for name in sorted(options, key=lambda name: name == END_TURN)}
+        tools: list[Tool] = []
+        for attribute, tool_options in options.items():
+            function = getattr(environment, attribute)
+            if not inspect.isfunction(function):
+                raise ToolDefinitionError(f"tool '{attribute}' must be a plain method, not {type(function).__name__}")
+            tools.append(Tool.from_function(function, tool_options))
+        names = [tool.name for tool in tools]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ToolDefinitionError(f"{environment.__name__} publishes tool names twice: {duplicates}")
+        return cls(tools)
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def resolve(self, name: str) -> Tool:
+        """The tool called `name`, or `UnknownToolError` listing the tools there are."""
+        found = self._tools.get(name)
+        if found is None:
+            raise UnknownToolError(f"unknown tool {short(name)}; the tools are: {', '.join(self._tools)}")
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)

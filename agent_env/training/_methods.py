@@ -1,0 +1,75 @@
+"""Fallback tool methods: one real function per published tool, whose type hints and docstring TRL can read."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
+
+_BASIC_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
+}
+
+
+def basic_type(schema: dict[str, Any]) -> Any:
+    """The plain Python type hint closest to a schema: all that `get_json_schema` can say about it."""
+    declared = schema.get("type")
+    names = [declared] if isinstance(declared, str) else list(declared or [])
+    hints = [_BASIC_TYPES[name] for name in names if name in _BASIC_TYPES]
+    for branch in schema.get("anyOf", []) + schema.get("oneOf", []):
+        hints.append(basic_type(branch))
+    if not hints and "enum" in schema:
+        hints = [type(value) for value in schema["enum"]]
+    if not hints and "const" in schema:
+        hints = [type(schema["const"])]
+    unique = list(dict.fromkeys(hints))
+    if not unique:
+        return Any
+    return unique[0] if len(unique) == 1 else typing.Union[tuple(unique)]  # noqa: UP007
+
+
+def method_docstring(published: dict[str, Any]) -> str:
+    """A Google docstring carrying the tool's description and one line per argument."""
+    properties = published["inputSchema"].get("properties", {})
+    lines = [published["description"] or published["name"].replace("_", " ")]
+    if properties:
+        lines += ["", "Args:"]
+        for name, schema in properties.items():
+            text = " ".join(str(schema.get("description") or name.replace("_", " ")).split())
+            lines.append(f"    {name}: {text}")
+    return "\n".join(lines)
+
+
+def tool_method(published: dict[str, Any], qualname: str) -> Callable[..., str]:
+    """A function `name(self, **arguments)` that calls the tool on the instance's session.
+
+    Its signature and annotations say only the basic types, as TRL's method schemas can; it is the fallback that a
+    TRL which took tools from the class would render, and the path `end_turn` takes.
+    """
+    name = published["name"]
+    schema = published["inputSchema"]
+    required = set(schema.get("required", []))
+
+    def call(self: Any, **arguments: Any) -> str:
+        return self._session.call_tool(name, arguments)
+
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    for argument, argument_schema in schema.get("properties", {}).items():
+        hint = basic_type(argument_schema)
+        default = inspect.Parameter.empty if argument in required else argument_schema.get("default")
+        parameters.append(inspect.Parameter(argument, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint))
+        annotations[argument] = hint
+    call.__name__ = name
+    call.__qualname__ = qualname
+    call.__doc__ = method_docstring(published)
+    call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    call.__annotations__ = annotations
+    return call
