@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema_rs
-
 Schema = dict[str, Any]
 
 # Keywords whose value is a map of names to subschemas, a single subschema, or a list of subschemas.
@@ -82,29 +80,39 @@ def _apply(function: Callable[[Schema], Schema], value: Any) -> Any:
 
 
 def inline_refs(schema: Schema) -> Schema:
-    """Inline every local `$ref` and drop `$defs`; refuse what cannot be inlined (a recursive type)."""
-    if not _has_ref(schema):
-        return schema
-    try:
-        inlined = jsonschema_rs.dereference(schema, offline=True)
-    except jsonschema_rs.ReferencingError as error:
-        raise SchemaNormalizationError(f"a $ref cannot be resolved: {error}") from None
-    inlined.pop("$defs", None)
-    inlined.pop("definitions", None)
-    if _has_ref(inlined):
+    """Inline every local `$ref` (`#/$defs/...`) and drop `$defs`; refuse a recursive type, which cannot be inlined."""
+    definitions = {**schema.get("definitions", {}), **schema.get("$defs", {})}
+    root = {keyword: value for keyword, value in schema.items() if keyword not in ("$defs", "definitions")}
+    return _inline(root, definitions, ())
+
+
+_ANNOTATIONS = frozenset({"description", "default", "title", "examples", "deprecated", "readOnly", "writeOnly"})
+
+
+def _inline(schema: Schema, definitions: dict[str, Schema], seen: tuple[str, ...]) -> Schema:
+    reference = schema.get("$ref")
+    if reference is None:
+        return map_subschemas(schema, lambda sub: _inline(sub, definitions, seen))
+    name = _definition_name(reference)
+    if name not in definitions:
+        raise SchemaNormalizationError(f"$ref {reference!r} does not point into this schema's $defs")
+    if name in seen:
         raise SchemaNormalizationError(
-            "the schema refers to itself (a recursive type), which cannot be inlined into a self-contained schema; "
+            f"type {name!r} refers to itself, and a recursive type cannot be inlined into a self-contained schema; "
             "use a non-recursive type, or give the tool an explicit input_schema"
         )
-    return inlined
+    resolved = _inline(definitions[name], definitions, (*seen, name))
+    siblings = {keyword: value for keyword, value in schema.items() if keyword != "$ref"}
+    if (siblings.keys() - _ANNOTATIONS) & resolved.keys():  # both constrain the same keyword: keep both, as 2020-12 does
+        return {"allOf": [resolved], **map_subschemas(siblings, lambda sub: _inline(sub, definitions, seen))}
+    return {**resolved, **map_subschemas(siblings, lambda sub: _inline(sub, definitions, seen))}
 
 
-def _has_ref(schema: Any) -> bool:
-    if isinstance(schema, dict):
-        return "$ref" in schema or any(_has_ref(value) for value in schema.values())
-    if isinstance(schema, list):
-        return any(_has_ref(item) for item in schema)
-    return False
+def _definition_name(reference: str) -> str:
+    for prefix in ("#/$defs/", "#/definitions/"):
+        if reference.startswith(prefix):
+            return reference[len(prefix) :].replace("~1", "/").replace("~0", "~")
+    raise SchemaNormalizationError(f"$ref {reference!r} is not local; only '#/$defs/...' references can be inlined")
 
 
 def drop_noise(schema: Schema) -> Schema:

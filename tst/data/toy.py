@@ -1,0 +1,87 @@
+"""A small environment with the desk's argument shape (nested curves, an enum, bounds), used across the tests."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agent_env import Environment, ToolError, tool
+
+Hour = Annotated[int, Field(ge=1, le=24)]
+
+
+class Curve(BaseModel):
+    """An offer curve for a set of hours."""
+
+    hours: str | list[Hour] = Field(description='"HE07", "HE07-HE10", "all", or a list like [7, 8]')
+    points: list[tuple[float, float]] = Field(min_length=2, max_length=10, description="[mw, price] pairs")
+
+
+class ASOffer(BaseModel):
+    """An ancillary-service offer."""
+
+    product: Literal["regup", "regdn", "rrspfr", "rrsffr", "ecrs", "nspin"]
+    hours: str | list[Hour]
+    mw: float = Field(ge=0)
+    price: float
+
+
+class ToyDesk(Environment):
+    """Keeps an offer book; the reward is the number of curves submitted, over ten."""
+
+    property_reads = 0
+
+    def __init__(self, limit: int = 10) -> None:
+        self.limit = limit
+        self.book: list[Curve] = []
+        self.offers: list[ASOffer] = []
+        self.notes: list[str] = []
+
+    @property
+    def expensive(self) -> int:  # stands for a property that must never be evaluated by tool discovery
+        type(self).property_reads += 1
+        raise RuntimeError("this property must never be evaluated")
+
+    def reset(self, **row: Any) -> str:
+        self.book, self.offers, self.notes = [], [], []
+        return f"Task {row.get('task', 'none')}: submit offers, then end your turn."
+
+    def reward(self) -> float:
+        return min(len(self.book) / self.limit, 1.0)
+
+    def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        return [{"prompt": [{"role": "user", "content": "Trade."}], "task": f"{split}-{i}"} for i in range(4)]
+
+    @tool
+    def submit_offers(self, curves: list[Curve], as_offers: list[ASOffer] | None = None) -> str:
+        """Submit energy offer curves and AS offers; a rejected submission changes nothing.
+
+        Args:
+            curves: Energy offer curves, one per hour set.
+            as_offers: Ancillary-service offers.
+        """
+        for index, curve in enumerate(curves):
+            prices = [price for _, price in curve.points]
+            if prices != sorted(prices):
+                raise ToolError(f"curves[{index}].points: prices must be non-decreasing")
+        self.book.extend(curves)
+        self.offers.extend(as_offers or [])
+        return f"accepted {len(curves)} curves and {len(as_offers or [])} AS offers"
+
+    @tool
+    def battery_status(self) -> dict[str, float]:
+        """The battery's state of charge and limits."""
+        return {"soc_mwh": 100.0, "max_mw": 100.0}
+
+    @tool
+    async def write_note(self, text: Annotated[str, Field(max_length=200)]) -> str:
+        """Keep a note for later (an async tool).
+
+        Args:
+            text: The note.
+        """
+        await asyncio.sleep(0)
+        self.notes.append(text)
+        return f"{len(self.notes)} notes"

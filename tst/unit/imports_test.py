@@ -1,0 +1,95 @@
+"""`import agent_env` stays light, and each layer imports only what the core and its own extra declare."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import PackageNotFoundError, packages_distributions, requires
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+# Imported by a declared dependency only when it happens to be installed (transformers uses Pillow if present).
+OPTIONAL_IMPORTS = {"PIL"}
+HEAVY = ("transformers", "torch", "trl", "mcp", "starlette", "uvicorn", "httpx", "datasets", "numpy", "scipy")
+
+
+def imported_top_level_modules(code: str) -> set[str]:
+    """Top-level modules that `code` imports, beyond those the interpreter loads at start-up."""
+    script = code + "\nimport sys, json\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+
+    def run(source: str) -> set[str]:
+        result = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, check=True)
+        return set(json.loads(result.stdout.strip().splitlines()[-1]))
+
+    return run(script) - run("import sys, json\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+
+
+def declared_closure(extras: tuple[str, ...]) -> set[str]:
+    """Every distribution that agent-env's core and `extras` require, transitively, as installed here."""
+    seen: set[str] = set()
+    pending = [("agent-env", extras)]
+    while pending:
+        name, wanted = pending.pop()
+        try:
+            requirements = requires(name) or []
+        except PackageNotFoundError:
+            continue
+        for text in requirements:
+            requirement = Requirement(text)
+            marker_ok = requirement.marker is None or any(
+                requirement.marker.evaluate({"extra": extra}) for extra in (*wanted, "")
+            )
+            dependency = canonicalize_name(requirement.name)
+            if marker_ok and (dependency, tuple(requirement.extras)) not in seen:
+                seen.add(dependency)
+                pending.append((dependency, tuple(requirement.extras)))
+    return seen
+
+
+def undeclared(modules: set[str], extras: tuple[str, ...]) -> set[str]:
+    allowed = declared_closure(extras) | {"agent-env"}
+    distributions = packages_distributions()
+    found = set()
+    for module in modules - set(sys.stdlib_module_names) - OPTIONAL_IMPORTS - {"agent_env", "tst", "__main__"}:
+        owners = {canonicalize_name(owner) for owner in distributions.get(module, [])}
+        if owners and not owners & allowed:
+            found.add(f"{module} (from {', '.join(sorted(owners))})")
+    return found
+
+
+def test_import_agent_env_loads_no_heavy_dependency():
+    modules = imported_top_level_modules("import agent_env")
+    assert not modules & set(HEAVY)
+
+
+def test_the_core_imports_only_what_the_core_declares():
+    modules = imported_top_level_modules("import agent_env; from agent_env.envs import load_environment")
+    assert undeclared(modules, ()) == set()
+
+
+def test_the_training_layer_at_work_imports_only_what_the_trl_extra_declares():
+    code = textwrap.dedent(
+        """
+        from agent_env import LocalProvider
+        from agent_env.training import EnvironmentFactory
+        from tst.data.toy import ToyDesk
+        EnvironmentFactory(LocalProvider(ToyDesk))().reset()
+        """
+    )
+    modules = imported_top_level_modules(code)
+    assert "transformers" in modules  # the render check ran
+    assert "torch" not in modules and "trl" not in modules
+    assert undeclared(modules, ("trl",)) == set()
+
+
+def test_the_check_catches_a_module_no_extra_declares():
+    modules = imported_top_level_modules("import agent_env, hypothesis")
+    assert any(entry.startswith("hypothesis") for entry in undeclared(modules, ()))
+
+
+@pytest.mark.parametrize("extra", ["trl", "server", "cli"])
+def test_every_extra_is_declared(extra):
+    markers = [Requirement(text).marker for text in requires("agent-env") or []]
+    assert any(marker is not None and marker.evaluate({"extra": extra}) for marker in markers)

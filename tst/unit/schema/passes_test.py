@@ -1,0 +1,85 @@
+"""The normalization passes, each alone, and the pipeline that runs them."""
+
+import pytest
+
+from agent_env.schema import SchemaNormalizationError, normalize
+from agent_env.schema._passes import drop_noise, inline_refs, order_keywords
+
+
+def test_inline_refs_replaces_every_ref_and_drops_defs():
+    schema = {
+        "$defs": {"Point": {"type": "array", "items": {"$ref": "#/$defs/Number"}}, "Number": {"type": "number"}},
+        "type": "object",
+        "properties": {"points": {"type": "array", "items": {"$ref": "#/$defs/Point"}}},
+    }
+    assert inline_refs(schema) == {
+        "type": "object",
+        "properties": {"points": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}},
+    }
+
+
+def test_inline_refs_keeps_the_referring_description_over_the_definitions():
+    schema = {
+        "$defs": {"Curve": {"type": "object", "description": "A curve."}},
+        "properties": {"curve": {"$ref": "#/$defs/Curve", "description": "Today's curve."}},
+    }
+    assert inline_refs(schema)["properties"]["curve"] == {"type": "object", "description": "Today's curve."}
+
+
+def test_inline_refs_keeps_both_constraints_when_a_sibling_constrains_the_same_keyword():
+    schema = {"$defs": {"Small": {"type": "integer", "maximum": 5}}, "$ref": "#/$defs/Small", "maximum": 3}
+    assert inline_refs(schema) == {"allOf": [{"type": "integer", "maximum": 5}], "maximum": 3}
+
+
+def test_inline_refs_refuses_a_recursive_type_naming_it():
+    schema = {
+        "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}},
+        "$ref": "#/$defs/Node",
+    }
+    with pytest.raises(SchemaNormalizationError, match="'Node' refers to itself"):
+        inline_refs(schema)
+
+
+def test_inline_refs_refuses_a_remote_ref():
+    with pytest.raises(SchemaNormalizationError, match="not local"):
+        inline_refs({"$ref": "https://example.com/schema.json"})
+
+
+def test_drop_noise_removes_titles_but_keeps_a_property_named_title():
+    schema = {
+        "title": "Args",
+        "type": "object",
+        "properties": {"title": {"title": "Title", "type": "string"}},
+        "discriminator": {"propertyName": "kind"},
+    }
+    assert drop_noise(schema) == {"type": "object", "properties": {"title": {"type": "string"}}}
+
+
+def test_order_keywords_puts_type_first_and_default_last_and_keeps_property_order():
+    schema = {"default": 1, "properties": {"zeta": {}, "alpha": {}}, "description": "d", "type": "object"}
+    ordered = order_keywords(schema)
+    assert list(ordered) == ["type", "description", "properties", "default"]
+    assert list(ordered["properties"]) == ["zeta", "alpha"]
+
+
+def test_normalize_of_a_pydantic_schema_is_self_contained_and_keeps_meaning_keywords():
+    from typing import Literal
+
+    from pydantic import BaseModel, Field
+
+    class Offer(BaseModel):
+        product: Literal["regup", "regdn"] = Field(description="Which product")
+        mw: float = Field(ge=0, le=100, default=5)
+        tag: str = Field(pattern="^[a-z]+$", min_length=1, max_length=8)
+
+    class Args(BaseModel):
+        offers: list[Offer] = Field(min_length=1)
+
+    normalized = normalize(Args.model_json_schema())
+    offer = normalized["properties"]["offers"]["items"]
+    assert "$defs" not in normalized and "title" not in repr(normalized)
+    assert offer["properties"]["product"] == {"type": "string", "description": "Which product", "enum": ["regup", "regdn"]}
+    assert offer["properties"]["mw"] == {"type": "number", "minimum": 0, "maximum": 100, "default": 5}
+    assert offer["properties"]["tag"] == {"type": "string", "minLength": 1, "maxLength": 8, "pattern": "^[a-z]+$"}
+    assert offer["required"] == ["product", "tag"]
+    assert normalized["properties"]["offers"]["minItems"] == 1

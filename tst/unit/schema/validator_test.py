@@ -1,0 +1,86 @@
+"""Argument validation: every failing JSON path named, what was expected and what was sent, kept short."""
+
+import pytest
+
+from agent_env import ToolArgumentError
+from agent_env.schema import json_path, validator_for
+
+CURVES = {
+    "type": "object",
+    "properties": {
+        "curves": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "hours": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer", "minimum": 1}}]},
+                    "points": {
+                        "type": "array",
+                        "items": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}], "maxItems": 2},
+                    },
+                },
+                "required": ["hours", "points"],
+            },
+        },
+        "product": {"enum": ["regup", "regdn"]},
+    },
+    "required": ["curves"],
+}
+
+
+def errors_for(arguments):
+    with pytest.raises(ToolArgumentError) as raised:
+        validator_for(CURVES).validate("submit", arguments)
+    return str(raised.value)
+
+
+def test_valid_arguments_pass():
+    validator_for(CURVES).validate("submit", {"curves": [{"hours": "HE01", "points": [[1, 2]]}], "product": "regup"})
+
+
+def test_message_names_every_failing_path_with_expected_and_sent():
+    message = errors_for({"curves": [{"hours": "HE01", "points": [[1, "x"]]}, {"points": []}], "product": "up"})
+    assert message.splitlines() == [
+        "Invalid arguments for tool 'submit'; fix these and call it again:",
+        '- curves[0].points[0][1]: expected number; got string "x"',
+        "- curves[1]: missing required property 'hours'",
+        '- product: expected one of "regup", "regdn"; got "up"',
+    ]
+
+
+def test_an_anyof_failure_reports_the_branch_the_value_was_meant_for():
+    message = errors_for({"curves": [{"hours": [0], "points": []}]})
+    assert "- curves[0].hours[0]: 0 is less than the minimum of 1" in message
+
+
+def test_an_anyof_failure_with_no_fitting_branch_lists_the_options():
+    message = errors_for({"curves": [{"hours": 7, "points": []}]})
+    assert "- curves[0].hours: expected string or array; got integer 7" in message
+
+
+def test_a_huge_sent_value_is_cut_short():
+    message = errors_for({"curves": "x" * 10_000})
+    assert len(message) < 300
+    assert "curves: expected array; got string" in message
+
+
+def test_many_errors_are_capped():
+    message = errors_for({"curves": [{"points": []} for _ in range(30)]})
+    assert message.count("\n- ") == 9 and message.endswith("- ... and 22 more")
+
+
+def test_nan_is_not_a_number():
+    message = errors_for({"curves": [{"hours": "HE01", "points": [[float("nan"), 1]]}]})
+    assert "curves[0].points[0][0]" in message
+
+
+def test_validators_are_compiled_once_per_schema():
+    assert validator_for(dict(CURVES)) is validator_for(CURVES)
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [([], "(arguments)"), (["curves", 0, "points", 1], "curves[0].points[1]"), (["a b", 2], '["a b"][2]')],
+)
+def test_json_path_reads_like_code(path, text):
+    assert json_path(path) == text

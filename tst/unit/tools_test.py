@@ -1,0 +1,157 @@
+"""Authoring: what a tool publishes, and what is refused when the environment class is defined."""
+
+from typing import Annotated, Any, Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from agent_env import Environment, ToolArgumentError, ToolDefinitionError, tool
+from tst.data.toy import ToyDesk
+
+
+def define(**methods: Any) -> type[Environment]:
+    return type("Probe", (Environment,), methods)
+
+
+def test_published_schema_carries_nested_fields_enums_bounds_and_descriptions():
+    schema = ToyDesk.tools["submit_offers"].input_schema
+    curve = schema["properties"]["curves"]["items"]
+    offer = schema["properties"]["as_offers"]["anyOf"][0]["items"]
+    assert schema["required"] == ["curves"]
+    assert schema["properties"]["curves"]["description"] == "Energy offer curves, one per hour set."
+    assert curve["required"] == ["hours", "points"]
+    assert curve["properties"]["points"]["minItems"] == 2 and curve["properties"]["points"]["maxItems"] == 10
+    assert offer["properties"]["product"]["enum"] == ["regup", "regdn", "rrspfr", "rrsffr", "ecrs", "nspin"]
+    assert offer["properties"]["mw"] == {"type": "number", "minimum": 0}
+    assert ToyDesk.tools["submit_offers"].description == (
+        "Submit energy offer curves and AS offers; a rejected submission changes nothing."
+    )
+
+
+def test_tools_are_published_in_definition_order_with_end_turn_last():
+    assert list(ToyDesk.tools) == ["submit_offers", "battery_status", "write_note", "end_turn"]
+    assert [t["name"] for t in ToyDesk.tools.published] == list(ToyDesk.tools)
+
+
+def test_field_description_wins_over_the_docstring():
+    def pick(self, kind: Annotated[Literal["a", "b"], Field(description="from Field")]) -> str:
+        """Pick one.
+
+        Args:
+            kind: from the docstring
+        """
+        return kind
+
+    schema = define(pick=tool(pick)).tools["pick"].input_schema
+    assert schema["properties"]["kind"] == {"type": "string", "description": "from Field", "enum": ["a", "b"]}
+
+
+def test_an_explicit_input_schema_is_published_as_given_after_normalization():
+    explicit = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 1, "title": "N"}},
+        "required": ["n"],
+    }
+
+    def count(self, n):
+        return n
+
+    published = define(count=tool(input_schema=explicit)(count)).tools["count"].input_schema
+    assert published == {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}
+
+
+def test_tool_arguments_are_converted_to_the_declared_pydantic_types():
+    class Point(BaseModel):
+        mw: float
+
+    received = []
+
+    def place(self, points: list[Point]) -> str:
+        received.extend(points)
+        return "ok"
+
+    probe = define(place=tool(place))
+    kwargs = probe.tools["place"].bind({"points": [{"mw": 3}]})
+    assert kwargs == {"points": [Point(mw=3.0)]}
+
+
+def test_unknown_arguments_are_refused_naming_what_the_tool_takes():
+    with pytest.raises(ToolArgumentError, match="mw: unknown argument; this tool takes as_offers, curves"):
+        ToyDesk.tools["submit_offers"].bind({"curves": [], "mw": 3})
+
+
+def star_args(self, *values: int) -> str: ...
+def star_kwargs(self, **extra: int) -> str: ...
+def positional_only(self, n: int, /) -> str: ...
+def unannotated(self, n) -> str: ...
+
+
+@pytest.mark.parametrize(
+    ("function", "expected"),
+    [
+        (star_args, r"tool 'f' takes \*values; .* declare each one as a parameter"),
+        (star_kwargs, r"tool 'f' takes \*\*extra; declare each argument as a named parameter"),
+        (positional_only, r"tool 'f' has positional-only parameter 'n'; .* remove the '/'"),
+        (unannotated, r"tool 'f': parameter 'n' has no type hint; annotate it"),
+    ],
+)
+def test_unrepresentable_signatures_are_refused_at_class_definition(function, expected):
+    with pytest.raises(ToolDefinitionError, match=expected):
+        define(f=tool(name="f")(function))
+
+
+@pytest.mark.parametrize("name", ["reset", "get_reward", "_hidden", "not-an-identifier", "class"])
+def test_reserved_and_invalid_names_are_refused(name):
+    def f(self) -> str:
+        return ""
+
+    with pytest.raises(ToolDefinitionError, match=repr(name)):
+        define(f=tool(name=name)(f))
+
+
+def test_two_tools_with_one_name_are_refused():
+    def a(self) -> str:
+        return ""
+
+    def b(self) -> str:
+        return ""
+
+    with pytest.raises(ToolDefinitionError, match=r"publishes tool names twice: \['same'\]"):
+        define(a=tool(name="same")(a), b=tool(name="same")(b))
+
+
+def test_a_schema_that_breaks_the_metaschema_fails_with_the_tool_name_and_place():
+    def f(self, n: int) -> str:
+        return ""
+
+    bad = {"type": "object", "properties": {"n": {"type": "int"}}, "required": ["n"]}
+    with pytest.raises(ToolDefinitionError, match=r"tool 'f': not a valid JSON Schema \(2020-12\) at properties.n.type"):
+        define(f=tool(input_schema=bad)(f))
+
+
+def test_an_explicit_schema_must_match_the_parameters():
+    def f(self, n: int) -> str:
+        return ""
+
+    with pytest.raises(ToolDefinitionError, match=r"properties \['m'\] must match the method's parameters \['n'\]"):
+        define(f=tool(input_schema={"type": "object", "properties": {"m": {}}})(f))
+
+
+def test_a_recursive_type_is_refused_with_a_way_out():
+    class Node(BaseModel):
+        children: list["Node"] = []
+
+    def f(self, tree: Node) -> str:
+        return ""
+
+    with pytest.raises(ToolDefinitionError, match="tool 'f': type 'Node' refers to itself.*explicit input_schema"):
+        define(f=tool(f))
+
+
+def test_an_override_of_a_tool_stays_a_tool():
+    class Closing(ToyDesk):
+        def end_turn(self) -> str:
+            """Close the book."""
+            return "closed"
+
+    assert Closing.tools["end_turn"].description == "Close the book."

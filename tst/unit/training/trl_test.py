@@ -1,0 +1,164 @@
+"""The TRL factory: the classes TRL sees, the render check, the TRL version guard, pickling."""
+
+import importlib.metadata
+import inspect
+import pickle
+
+import pytest
+import transformers.tokenization_utils_base as tokenization
+from transformers.utils import get_json_schema
+
+from agent_env import Environment, LocalProvider, ToolArgumentError, tool
+from agent_env.training import EnvironmentFactory, SchemaTool, TRLEnvironment
+from agent_env.training import _render_check
+from agent_env.training._render_check import discovered_tools, expected_rendering, render_tools, tojson
+from tst.data.toy import ToyDesk
+
+CURVE = {"hours": "HE07", "points": [[0, 10], [50, 30]]}
+
+
+@pytest.fixture(autouse=True)
+def fresh_render_check(monkeypatch):
+    monkeypatch.setattr(_render_check, "_checked", set())
+
+
+@pytest.fixture
+def factory():
+    return EnvironmentFactory(LocalProvider(ToyDesk))
+
+
+def test_each_instance_has_a_schema_tool_over_every_tool_but_end_turn(factory):
+    environment = factory()
+    tools = {tool.__name__: tool for tool in discovered_tools(environment)}
+    assert list(tools) == sorted(ToyDesk.tools)  # TRL lists functions on the class, alphabetically
+    assert all(isinstance(tools[name], SchemaTool) for name in tools if name != "end_turn")
+    assert inspect.ismethod(tools["end_turn"])
+
+
+def test_the_prompt_shows_every_published_schema_and_end_turns_method_schema(factory):
+    environment = factory()
+    prompt = render_tools(discovered_tools(environment), "qwen3")
+    for published in ToyDesk.tools.published:
+        if published["name"] != "end_turn":
+            assert tojson(expected_rendering(published)) in prompt
+    assert tojson(get_json_schema(environment.end_turn)) in prompt
+    assert get_json_schema(environment.end_turn)["function"]["parameters"] == {"type": "object", "properties": {}}
+
+
+def test_the_class_methods_still_render_their_method_schemas(factory):
+    environment_type = type(factory())
+    schema = get_json_schema(environment_type.submit_offers)["function"]
+    assert schema["parameters"]["properties"]["curves"] == {
+        "type": "array",
+        "description": "Energy offer curves, one per hour set.",
+    }
+    assert schema["parameters"]["required"] == ["curves"]
+    assert get_json_schema(environment_type.write_note)["function"]["parameters"]["properties"]["text"]["type"] == "string"
+
+
+def test_if_trl_took_tools_from_the_class_the_method_schemas_would_come_back(factory):
+    # The fallback, pinned: rendering the class's functions gives TRL's lossy method schemas, not an error.
+    environment_type = type(factory())
+    names = [name for name, _ in inspect.getmembers(environment_type, inspect.isfunction) if not name.startswith("_")]
+    from_class = [getattr(environment_type, name) for name in names if name not in ("reset", "get_reward")]
+    prompt = render_tools(from_class, "qwen3")
+    assert '"curves": {"type": "array", "description": "Energy offer curves, one per hour set."}' in prompt
+    assert tojson(expected_rendering(ToyDesk.tools["submit_offers"].published())) not in prompt
+
+
+def test_a_call_through_a_schema_tool_is_validated_and_leaves_state_unchanged_when_bad(factory):
+    environment = factory()
+    environment.reset(prompt=[], task="t")
+    assert environment.submit_offers(curves=[CURVE]) == "accepted 1 curves and 0 AS offers"
+    with pytest.raises(ToolArgumentError, match=r"curves\[0\].points\[1\]\[0\]: expected number"):
+        environment.submit_offers(curves=[{"hours": "HE07", "points": [[0, 1], ["a", 2]]}])
+    assert len(environment._session.environment.book) == 1
+    assert environment.end_turn() == "Turn ended."
+    assert environment.get_reward() == 0.1
+
+
+def test_a_transformers_that_renders_tools_differently_stops_the_factory_naming_them(factory, monkeypatch):
+    original = tokenization.render_jinja_template
+
+    def lossy(conversations, tools=None, **kwargs):  # as if transformers flattened every dict tool's parameters
+        flattened = [
+            {"type": "function", "function": {**t["function"], "parameters": {"type": "object"}}}
+            if isinstance(t, dict) and t["function"]["parameters"].get("properties")
+            else t
+            for t in tools or []
+        ]
+        return original(conversations, tools=flattened, **kwargs)
+
+    monkeypatch.setattr(tokenization, "render_jinja_template", lossy)
+    with pytest.raises(RuntimeError) as raised:
+        factory()
+    message = str(raised.value)
+    for name in ("submit_offers", "write_note"):
+        assert f"{name} (the prompt does not show its published schema)" in message
+    assert "battery_status" not in message and "end_turn" not in message
+
+
+def test_trl_1_14_is_refused_because_it_would_drop_the_schema_tools(factory, monkeypatch):
+    real_version = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.14.0" if name == "trl" else real_version(name))
+    with pytest.raises(RuntimeError, match=r"TRL 1.14.0 lists .* on the instance .*`pip install 'trl>=1.15'`"):
+        factory()
+
+
+def test_why_trl_1_14_is_refused_its_discovery_drops_schema_tools(factory):
+    environment = factory()
+    old_discovery = [name for name, _ in inspect.getmembers(environment, predicate=inspect.ismethod)]
+    assert "submit_offers" not in old_discovery and "end_turn" in old_discovery
+
+
+def test_the_render_check_runs_once_per_process_and_tool_set(factory, monkeypatch):
+    calls = []
+    real = _render_check.render_tools
+    monkeypatch.setattr(_render_check, "render_tools", lambda *a: calls.append(1) or real(*a))
+    factory()
+    factory()
+    EnvironmentFactory(LocalProvider(ToyDesk))()
+    assert len(calls) == 1
+
+
+def test_the_factory_survives_a_pickle_round_trip_and_still_works(factory):
+    factory()
+    restored = pickle.loads(pickle.dumps(factory))
+    environment = restored()
+    environment.reset()
+    assert environment.submit_offers(curves=[CURVE]).startswith("accepted")
+    assert isinstance(environment.submit_offers, SchemaTool)
+
+
+def test_classes_are_fresh_per_tool_set_and_the_base_is_never_mutated(factory):
+    class Other(Environment):
+        def reset(self, **row):
+            return None
+
+        def reward(self):
+            return 0.0
+
+        @tool
+        def ping(self) -> str:
+            """Ping."""
+            return "pong"
+
+    toy_type, other_type = type(factory()), type(EnvironmentFactory(LocalProvider(Other))())
+    assert toy_type is not other_type and toy_type.__name__ == "ToyDesk" and other_type.__name__ == "Other"
+    assert not hasattr(toy_type, "ping") and not hasattr(other_type, "submit_offers")
+    assert [name for name in vars(TRLEnvironment) if not name.startswith("_")] == ["reset", "get_reward"]
+    assert type(EnvironmentFactory(LocalProvider(ToyDesk))()) is toy_type
+
+
+def test_no_property_on_the_trl_facing_class(factory):
+    environment_type = type(factory())
+    for klass in environment_type.__mro__:
+        assert not [name for name, value in vars(klass).items() if isinstance(value, property)], klass
+
+
+def test_instances_have_their_own_episode(factory):
+    first, second = factory(), factory()
+    first.reset()
+    second.reset()
+    first.submit_offers(curves=[CURVE])
+    assert first.get_reward() == 0.1 and second.get_reward() == 0.0
