@@ -1,0 +1,99 @@
+"""The TRL tier: a real GRPOTrainer on the CPU with a tiny Qwen3 model built from a config and the real tokenizer.
+
+No model weights can be downloaded here, and a randomly initialised model cannot write a tool call, so the tests
+script what the model "generates" (`scripted_generation`); everything else (the chat template, parse_response,
+TRL's tool loop, the environments, the rewards and the optimizer step) is the real thing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def tokenizer() -> Any:
+    from transformers import AutoTokenizer
+
+    from agent_env.training.templates import load_template
+    from tst.support import qwen3_tokenizer_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(qwen3_tokenizer_folder())
+    tokenizer.chat_template = load_template("qwen3")  # TRL recognises its own Qwen3 template and adds its parser
+    return tokenizer
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tokenizer: Any) -> Any:
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=16384,
+        tie_word_embeddings=True,
+    )
+    return Qwen3ForCausalLM(config)
+
+
+def grpo_config(output_dir: Any, **overrides: Any) -> Any:
+    from trl import GRPOConfig
+
+    settings: dict[str, Any] = {
+        "output_dir": str(output_dir),
+        "per_device_train_batch_size": 2,
+        "num_generations": 2,
+        "max_completion_length": 512,
+        "max_steps": 1,
+        "learning_rate": 1e-4,
+        "report_to": "none",
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "use_cpu": True,
+        "bf16": False,
+        "max_tool_calling_iterations": 2,
+        "seed": 0,
+    }
+    return GRPOConfig(**{**settings, **overrides})
+
+
+class Script:
+    """Stands in for generation: for each prompt, decides the completion text from what the prompt holds so far."""
+
+    def __init__(self, tokenizer: Any, reply: Callable[[int, str], str]) -> None:
+        self.tokenizer = tokenizer
+        self.reply = reply
+        self.prompts: list[str] = []
+
+    def __call__(self, prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> tuple[list[list[int]], None]:
+        completions = []
+        for index, ids in enumerate(prompt_ids):
+            text = self.tokenizer.decode(ids)
+            self.prompts.append(text)
+            completions.append(self.tokenizer(self.reply(index, text), add_special_tokens=False)["input_ids"])
+        return completions, None
+
+
+@pytest.fixture
+def scripted_generation(tokenizer: Any) -> Callable[[Any, Callable[[int, str], str]], Script]:
+    """Patch a trainer's generation with a script (the one part of a rollout that needs real model weights)."""
+
+    def patch(trainer: Any, reply: Callable[[int, str], str]) -> Script:
+        script = Script(tokenizer, reply)
+        trainer._generate_single_turn = script
+        return script
+
+    return patch

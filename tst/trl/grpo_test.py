@@ -1,0 +1,111 @@
+"""A real GRPOTrainer step through `environment_factory`: the model sees full schemas, calls reach the environment."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import pickle
+
+import pytest
+from transformers.utils import get_json_schema
+
+from agent_env import AgentEnv
+from agent_env.training import SchemaTool
+from agent_env.training._render_check import expected_rendering, tojson
+from tst.data.toy import ToyDesk
+from tst.trl.conftest import grpo_config
+
+VALID = {
+    "curves": [
+        {"hours": "HE07-HE10", "points": [[-100, 15], [100, 40]]},
+        {"hours": [17, 18, 19], "points": [[0, 50], [80, 90]]},
+        {"hours": "HE20", "points": [[0, 30], [100, 60]]},
+    ],
+    "as_offers": [{"product": "regup", "hours": "HE07", "mw": 10, "price": 4}],
+}
+MALFORMED = {"curves": [{"hours": "HE07", "points": [[0, 10], [100]]}]}
+
+
+def tool_call(arguments: dict) -> str:
+    return f"<tool_call>\n{json.dumps({'name': 'submit_offers', 'arguments': arguments})}\n</tool_call><|im_end|>"
+
+
+def reply(index: int, prompt: str) -> str:
+    if "<tool_response>" in prompt:
+        return "Done.<|im_end|>"
+    return tool_call(VALID if index % 2 == 0 else MALFORMED)
+
+
+@pytest.fixture
+def trainer(tiny_model, tokenizer, tmp_path):
+    from trl import GRPOTrainer
+
+    env = AgentEnv.local(ToyDesk)
+    ToyDesk.property_reads = 0
+    return GRPOTrainer(
+        model=tiny_model,
+        processing_class=tokenizer,
+        args=grpo_config(tmp_path),
+        train_dataset=env.dataset("train"),
+        environment_factory=env.factory,
+    )
+
+
+def test_a_grpo_step_shows_full_schemas_and_scores_with_the_environments_reward(trainer, scripted_generation):
+    script = scripted_generation(trainer, reply)
+    trainer.train()
+
+    first_prompt = script.prompts[0]
+    submit = tojson(expected_rendering(ToyDesk.tools["submit_offers"].published()))
+    assert submit in first_prompt  # the nested schema, exactly as published
+    end_turn = trainer.environments[0].end_turn
+    assert tojson(get_json_schema(end_turn)) in first_prompt  # end_turn keeps its method schema
+
+    books = [len(environment._session.environment.book) for environment in trainer.environments]
+    assert books == [3, 0]  # the valid call reached its environment; the malformed one changed nothing
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/ToyDesk/mean"] == pytest.approx(0.15)  # (3/10 + 0) / 2: the environment's reward
+    assert logged["tools/failure_frequency"] == pytest.approx(0.5)
+
+    responses = [prompt for prompt in script.prompts if "<tool_response>" in prompt]
+    malformed = next(text for text in responses if "Invalid arguments" in text)
+    assert "curves[0].points[1]: [100] has less than 2 items" in malformed
+    assert any("accepted 3 curves and 1 AS offers" in text for text in responses)
+    assert ToyDesk.property_reads == 0  # discovery never evaluated the environment's property
+
+
+def test_trl_discovers_schema_tools_on_every_pooled_instance(trainer):
+    tools = {tool.__name__: tool for tool in trainer._env_tools[None]}
+    assert sorted(tools) == sorted(ToyDesk.tools)
+    assert all(isinstance(tools[name], SchemaTool) for name in tools if name != "end_turn")
+    assert inspect.ismethod(tools["end_turn"])
+
+
+def test_asyncgrpo_rollout_loop_discovers_tools_from_a_pickled_factory(tokenizer):
+    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
+
+    env = AgentEnv.local(ToyDesk)
+    factory = pickle.loads(pickle.dumps(env.factory))  # what AsyncGRPO does to reach its spawned worker
+    loop = _AsyncRolloutLoop(
+        model_name="tiny",
+        dataset=env.dataset("train"),
+        reward_funcs=[],
+        processing_class=tokenizer,
+        eos_token_ids=[tokenizer.eos_token_id],
+        rollout_buffer=None,
+        model_version_value=None,
+        heartbeat_value=None,
+        failed_event=None,
+        exception_info_queue=None,
+        metrics_queue=None,
+        environment_factory=factory,
+    )
+    tools = {tool.__name__: tool for tool in loop._env_tools[None]}
+    assert isinstance(tools["submit_offers"], SchemaTool) and isinstance(tools["write_note"], SchemaTool)
+    assert loop.reward_func_names == ["ToyDesk"]
+    instance = loop._environment_pool[None][0]
+    instance.reset()
+    # AsyncGRPO runs a tool that is not a coroutine function in a thread pool, synchronously: the async tool works so.
+    if not inspect.iscoroutinefunction(tools["write_note"]):
+        assert instance.write_note(text="hi") == "1 notes"
+    assert instance.submit_offers(**VALID) == "accepted 3 curves and 1 AS offers"
