@@ -32,4 +32,4 @@ format: install
 	$(RUN) ruff check --fix agent_env tst bench
 
 bench: install
-	@for script in bench/*.py; do echo "== $$script"; $(RUN) python $$script || exit 1; done
+	@for script in bench/*.py; do echo "== $$script"; PYTHONPATH=. $(RUN) python $$script || exit 1; done
