@@ -31,5 +31,8 @@ format: install
 	$(RUN) ruff format agent_env tst bench
 	$(RUN) ruff check --fix agent_env tst bench
 
+demo: install
+	$(RUN) python -m agent_env.demo
+
 bench: install
 	@for script in bench/*.py; do echo "== $$script"; PYTHONPATH=. $(RUN) python $$script || exit 1; done
