@@ -143,15 +143,16 @@ def _hour_rows(rows: _Rows, t: int, b: Battery) -> None:
     headroom = REGDN_DURATION_H * b.charge_efficiency
     start = b.soc_start_mwh if t == 0 else 0.0  # E_{t-1} is a constant in the first hour
     before = [] if t == 0 else [e - 1]
-    rows.add({d: 1, u: -b.discharge_mw}, -np.inf, 0)
-    rows.add({c: 1, u: b.charge_mw}, -np.inf, b.charge_mw)
+    rows.add({d: 1, u: -b.discharge_mw}, -np.inf, 0)  # discharge only in discharge mode (u = 1)
+    rows.add({c: 1, u: b.charge_mw}, -np.inf, b.charge_mw)  # charge only in charge mode (u = 0)
+    # SoC path: E_t - E_{t-1} - eff_c * c + d / eff_d = 0
     rows.add(
         {e: 1, **{i: -1 for i in before}, c: -b.charge_efficiency, d: 1 / b.discharge_efficiency},
         start,
         start,
     )
-    rows.add({d: 1, c: -1, **dict.fromkeys(up, 1)}, -np.inf, b.discharge_mw)
-    rows.add({c: 1, d: -1, regdn: 1}, -np.inf, b.charge_mw)
+    rows.add({d: 1, c: -1, **dict.fromkeys(up, 1)}, -np.inf, b.discharge_mw)  # p + UP <= Pdis
+    rows.add({c: 1, d: -1, regdn: 1}, -np.inf, b.charge_mw)  # p - regdn >= -Pch
     for soc_cols, constant in (([e], 0.0), (before, start)):  # energy reserved at both ends of the hour
         rows.add(
             {**dict.fromkeys(soc_cols, 1), **dict(zip(up, reserve, strict=True))},

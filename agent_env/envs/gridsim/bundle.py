@@ -48,6 +48,9 @@ class BundleSpec:
     battery: Battery = field(default_factory=Battery)
 
 
+# Decision: desk-v4 is stored as plain compact JSON (about 2.2 MB, one task per line so diffs stay
+# readable) rather than gzip, so its SHA-256 is of the file itself and does not depend on a zlib version.
+# Seeds: train day i is 4_000_000 + i, test day i is 4_100_000 + i; bounds are stored rounded to the cent.
 SPECS: dict[str, BundleSpec] = {
     "desk-v4": BundleSpec("desk-v4", {"train": (256, 4_000_000), "test": (64, 4_100_000)}),
 }

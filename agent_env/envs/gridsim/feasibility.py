@@ -77,6 +77,8 @@ def cut_awards(
 def _cut_hour(
     awarded: np.ndarray, net_mw: float, low_soc: float, high_soc: float, mcpc: np.ndarray, battery: Battery
 ) -> np.ndarray:
+    # Decision: "lowest MCPC first" orders the up products within the hour (ties in PRODUCTS order) and
+    # cuts each only as much as the limits still need; regdn has limits of its own and is cut alone.
     cut = np.zeros_like(awarded)
     regdn_room = min(
         battery.charge_mw + net_mw,

@@ -115,6 +115,7 @@ class Curve:
         At a price shared by several points (a vertical step) the largest of their MW clears, as an
         offer at or below the clearing price clears.
         """
+        # Decision: at a step price the larger MW clears, matching "clears when its price is at or below".
         prices = self.price
         if price < prices[0]:
             return self.mw[0]
@@ -146,6 +147,8 @@ def check_curve(points: object, battery: Battery) -> Curve:
         raise CurveRuleError(f"must be a list of [mw, price] points, got {type(points).__name__}")
     if not MIN_POINTS <= len(points) <= MAX_POINTS:
         raise CurveRuleError(f"needs {MIN_POINTS} to {MAX_POINTS} points, got {len(points)}")
+    # Decision: the doc's "from max charge to max discharge" describes the range points may use, not a
+    # requirement to reach both ends, so a flat curve ([[mw, -250], [mw, 5000]]) is a valid fixed schedule.
     pairs = [_point(index, point) for index, point in enumerate(points)]
     for index, (mw, price) in enumerate(pairs):
         _check_limits(index, mw, price, battery)

@@ -49,6 +49,10 @@ class Offers:
     as_price: np.ndarray
     """Offer price per product and hour, $/MW-h; NaN where nothing is offered."""
 
+    def __post_init__(self) -> None:
+        self.as_mw.setflags(write=False)
+        self.as_price.setflags(write=False)
+
     @classmethod
     def none(cls) -> Offers:
         """No offers at all: the battery idles all day."""
@@ -89,6 +93,7 @@ def parse_offers(
 
 
 def _parse_curves(curves: Sequence[Mapping[str, object]], battery: Battery) -> tuple[Curve | None, ...]:
+    # Decision: an hour that no curve names has no energy offer and idles at 0 MW.
     by_hour: list[Curve | None] = [None] * N_HOURS
     owner: dict[int, int] = {}
     for index, entry in enumerate(_entries(curves, "curves")):
@@ -125,6 +130,7 @@ def _parse_as_offers(
         hours = _hours(entry["hours"], f"{path}.hours")
         offer_mw = _as_mw(entry["mw"], product, f"{path}.mw", battery)
         offer_price = _number(entry["price"], f"{path}.price")
+        # Decision: AS offer prices share the energy bounds, -250..5000; a negative price always clears.
         if not PRICE_FLOOR <= offer_price <= PRICE_CAP:
             raise OfferError(
                 f"{path}.price", f"price {offer_price:g} is outside {PRICE_FLOOR:g}..{PRICE_CAP:g} $/MW-h"

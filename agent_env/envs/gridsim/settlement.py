@@ -87,10 +87,13 @@ def settle(offers: Offers, prices: Prices, battery: Battery) -> Settlement:
     awarded = clear_as(offers.as_mw, offers.as_price, prices.mcpc)
     cut = cut_awards(awarded, delivered, soc, prices.mcpc, battery)
     gap = cleared - delivered
+    # Decision: energy_revenue is the DAM payment on cleared MW and imbalance_cost the literal buy-back
+    # (SPP + 100) or resale (SPP - 100) of the gap; together they equal SPP * delivered - 100 * |gap|.
     energy = prices.spp * cleared
     imbalance = prices.spp * gap + IMBALANCE_ADDER * np.abs(gap)
     as_revenue = (prices.mcpc * awarded).sum(axis=0)
     as_penalty = (np.maximum(prices.mcpc, AS_SHORTFALL_FLOOR) * cut).sum(axis=0)
+    # Decision: degradation is charged on MWh actually delivered to the grid, not on cleared MWh.
     degradation = battery.degradation_per_mwh * np.maximum(delivered, 0.0)
     hourly = energy - imbalance + as_revenue - as_penalty - degradation
     return Settlement(

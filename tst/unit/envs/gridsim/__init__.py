@@ -1,0 +1,1 @@
+"""Tests of the GridSim desk simulator (agent_env.envs.gridsim)."""
