@@ -31,5 +31,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     loop = _background_loop()
     if threading.current_thread().name == "agent-env-async-tools":
         coroutine.close()
-        raise RuntimeError("an async tool was called synchronously from inside another async tool; await it instead")
+        raise RuntimeError(
+            "an async tool was called synchronously from inside another async tool; await it instead"
+        )
     return asyncio.run_coroutine_threadsafe(coroutine, loop).result()

@@ -26,7 +26,9 @@ def main(task_id: str = "desk-v4/test/0000") -> None:
     env = AgentEnv.local("gridsim-desk")
     start = time.perf_counter()
     desk: Any = env.factory()
-    print(f"Built the TRL factory for gridsim-desk ({len(env.tools())} tools, render check passed under Qwen3's")
+    print(
+        f"Built the TRL factory for gridsim-desk ({len(env.tools())} tools, render check passed under Qwen3's"
+    )
     print(f"chat template) in {time.perf_counter() - start:.2f} s.")
 
     _section("What the model sees for submit_dam_offers (its published schema, via SchemaTool)")
@@ -43,7 +45,9 @@ def main(task_id: str = "desk-v4/test/0000") -> None:
     except ToolError as error:  # TRL catches this and gives the model {"error": str(error)}
         print(f"The model gets back:\n{error}")
     offers = arbitrage_with_as(load_bundle("desk-v4").day(task_id).forecast, load_bundle("desk-v4").battery)
-    print(f"\nThe arbitrage-with-AS baseline submits {len(offers['curves'])} curves, {len(offers['as_offers'])} AS offers:")
+    print(
+        f"\nThe arbitrage-with-AS baseline submits {len(offers['curves'])} curves, {len(offers['as_offers'])} AS offers:"
+    )
     print(desk.submit_dam_offers(**offers))
     print(desk.end_turn())
     print(f"Reward reaching the trainer (get_reward): {desk.get_reward():.3f}")

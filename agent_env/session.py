@@ -138,7 +138,9 @@ class LocalSession(Session):
     def _require_running(self, name: str) -> None:
         self._require_open()
         if self.state is EpisodeState.NEW:
-            raise EpisodeNotStartedError(f"tool '{name}' was called before the episode started: call reset(...) first")
+            raise EpisodeNotStartedError(
+                f"tool '{name}' was called before the episode started: call reset(...) first"
+            )
         if self.state is EpisodeState.ENDED:
             raise EpisodeEndedError(
                 f"tool '{name}' was called after the episode ended (end_turn was called); call reset(...) to start "

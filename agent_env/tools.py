@@ -132,16 +132,20 @@ class Tool:
 
 def _check_name(name: str) -> None:
     if not name.isidentifier() or keyword.iskeyword(name):
-        raise ToolDefinitionError(f"tool name {name!r} is not a Python identifier; use letters, digits and '_'")
+        raise ToolDefinitionError(
+            f"tool name {name!r} is not a Python identifier; use letters, digits and '_'"
+        )
     if name.startswith("_"):
         raise ToolDefinitionError(f"tool name {name!r} starts with '_', which TRL skips; rename the tool")
     if name in RESERVED_NAMES:
-        raise ToolDefinitionError(f"tool name {name!r} is reserved for the episode's control; rename the tool")
+        raise ToolDefinitionError(
+            f"tool name {name!r} is reserved for the episode's control; rename the tool"
+        )
 
 
 def _check_explicit_schema(name: str, function: Callable[..., Any], schema: dict[str, Any]) -> None:
     if schema.get("type") != "object":
-        raise ToolDefinitionError(f"tool '{name}': an input_schema must have \"type\": \"object\"")
+        raise ToolDefinitionError(f'tool \'{name}\': an input_schema must have "type": "object"')
     properties = set(schema.get("properties", {}))
     parameters = {p.name: p for p in tool_parameters(function, name)}
     if properties != parameters.keys():
@@ -180,7 +184,9 @@ class ToolSet(Mapping[str, Tool]):
         for attribute, tool_options in options.items():
             function = getattr(environment, attribute)
             if not inspect.isfunction(function):
-                raise ToolDefinitionError(f"tool '{attribute}' must be a plain method, not {type(function).__name__}")
+                raise ToolDefinitionError(
+                    f"tool '{attribute}' must be a plain method, not {type(function).__name__}"
+                )
             tools.append(Tool.from_function(function, tool_options))
         names = [tool.name for tool in tools]
         duplicates = sorted({name for name in names if names.count(name) > 1})

@@ -75,7 +75,6 @@ def main() -> None:
     print(f"  first build with render check:  {first_build:8.1f} ms (target <= 300)")
     print(f"  instance from a built factory:  {instance:8.1f} us (target <= 100)")
 
-
     environment = EnvironmentFactory(LocalProvider(Bench))()
     environment.reset()
     direct_env = Bench()
@@ -88,7 +87,9 @@ def main() -> None:
     convert_only = median_us(lambda: Bench.tools["submit_offers"].convert("s", ARGUMENTS))  # type: ignore[misc]
     print("validated call, desk-shaped arguments (5 curves x 3 points, 2 AS offers)")
     print(f"  bound method, typed arguments:  {direct:8.2f} us")
-    print(f"  SchemaTool call (all included): {through:8.2f} us   added {through - direct:6.2f} us (target <= 20)")
+    print(
+        f"  SchemaTool call (all included): {through:8.2f} us   added {through - direct:6.2f} us (target <= 20)"
+    )
     print(f"    of which schema validation:   {validate_only:8.2f} us (jsonschema-rs)")
     print(f"    of which pydantic conversion: {convert_only:8.2f} us")
 

@@ -86,7 +86,9 @@ def inline_refs(schema: Schema) -> Schema:
     return _inline(root, definitions, ())
 
 
-_ANNOTATIONS = frozenset({"description", "default", "title", "examples", "deprecated", "readOnly", "writeOnly"})
+_ANNOTATIONS = frozenset(
+    {"description", "default", "title", "examples", "deprecated", "readOnly", "writeOnly"}
+)
 
 
 def _inline(schema: Schema, definitions: dict[str, Schema], seen: tuple[str, ...]) -> Schema:
@@ -103,7 +105,9 @@ def _inline(schema: Schema, definitions: dict[str, Schema], seen: tuple[str, ...
         )
     resolved = _inline(definitions[name], definitions, (*seen, name))
     siblings = {keyword: value for keyword, value in schema.items() if keyword != "$ref"}
-    if (siblings.keys() - _ANNOTATIONS) & resolved.keys():  # both constrain the same keyword: keep both, as 2020-12 does
+    if (
+        siblings.keys() - _ANNOTATIONS
+    ) & resolved.keys():  # both constrain the same keyword: keep both, as 2020-12 does
         return {"allOf": [resolved], **map_subschemas(siblings, lambda sub: _inline(sub, definitions, seen))}
     return {**resolved, **map_subschemas(siblings, lambda sub: _inline(sub, definitions, seen))}
 
@@ -112,7 +116,9 @@ def _definition_name(reference: str) -> str:
     for prefix in ("#/$defs/", "#/definitions/"):
         if reference.startswith(prefix):
             return reference[len(prefix) :].replace("~1", "/").replace("~0", "~")
-    raise SchemaNormalizationError(f"$ref {reference!r} is not local; only '#/$defs/...' references can be inlined")
+    raise SchemaNormalizationError(
+        f"$ref {reference!r} is not local; only '#/$defs/...' references can be inlined"
+    )
 
 
 def drop_noise(schema: Schema) -> Schema:

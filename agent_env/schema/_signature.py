@@ -34,9 +34,13 @@ class Docstring:
 
     @classmethod
     def parse(cls, function: Callable[..., Any]) -> Docstring:
-        parsed = docstring_parser.parse(inspect.getdoc(function) or "", docstring_parser.DocstringStyle.GOOGLE)
+        parsed = docstring_parser.parse(
+            inspect.getdoc(function) or "", docstring_parser.DocstringStyle.GOOGLE
+        )
         text = "\n\n".join(part for part in (parsed.short_description, parsed.long_description) if part)
-        return cls(text.strip(), {param.arg_name: (param.description or "").strip() for param in parsed.params})
+        return cls(
+            text.strip(), {param.arg_name: (param.description or "").strip() for param in parsed.params}
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +74,9 @@ def signature_schema(function: Callable[..., Any], tool_name: str) -> tuple[dict
     try:
         hints = typing.get_type_hints(function, include_extras=True)
     except Exception as error:
-        raise ToolDefinitionError(f"tool '{tool_name}': its type hints cannot be resolved ({error})") from None
+        raise ToolDefinitionError(
+            f"tool '{tool_name}': its type hints cannot be resolved ({error})"
+        ) from None
     fields: dict[str, Any] = {}
     for parameter in tool_parameters(function, tool_name):
         if parameter.name not in hints:
@@ -78,14 +84,20 @@ def signature_schema(function: Callable[..., Any], tool_name: str) -> tuple[dict
                 f"tool '{tool_name}': parameter '{parameter.name}' has no type hint; annotate it "
                 f"(for example `{parameter.name}: int`, or a pydantic model for nested arguments)"
             )
-        fields[parameter.name] = _field(hints[parameter.name], parameter, docstring.parameters.get(parameter.name))
+        fields[parameter.name] = _field(
+            hints[parameter.name], parameter, docstring.parameters.get(parameter.name)
+        )
     name = "".join(part.capitalize() for part in tool_name.split("_")) + "Arguments"
     try:
         model = create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
         schema = model.model_json_schema()
     except Exception as error:
-        raise ToolDefinitionError(f"tool '{tool_name}': its parameters have no JSON Schema ({error})") from None
-    schema.pop("additionalProperties", None)  # unknown top-level arguments are refused by the tool, not the prompt
+        raise ToolDefinitionError(
+            f"tool '{tool_name}': its parameters have no JSON Schema ({error})"
+        ) from None
+    schema.pop(
+        "additionalProperties", None
+    )  # unknown top-level arguments are refused by the tool, not the prompt
     return schema, ArgumentModel(model)
 
 

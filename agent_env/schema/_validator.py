@@ -92,7 +92,9 @@ def _describe(errors: Iterable[jsonschema_rs.ValidationError]) -> Iterable[str]:
 
 def _describe_one(error: jsonschema_rs.ValidationError) -> Iterable[str]:
     kind, path, sent = error.kind, json_path(error.instance_path), error.instance
-    if isinstance(kind, jsonschema_rs.ValidationErrorKind.AnyOf | jsonschema_rs.ValidationErrorKind.OneOfNotValid):
+    if isinstance(
+        kind, jsonschema_rs.ValidationErrorKind.AnyOf | jsonschema_rs.ValidationErrorKind.OneOfNotValid
+    ):
         branch = _closest_branch(kind.context, len(error.instance_path))
         if branch is not None:
             yield from _describe(branch)
@@ -124,7 +126,9 @@ def _closest_branch(branches: list[list[Any]], depth: int) -> list[Any] | None:
 
 def _is_type_error_at(error: jsonschema_rs.ValidationError, depth: int) -> bool:
     return (
-        isinstance(error.kind, jsonschema_rs.ValidationErrorKind.Type | jsonschema_rs.ValidationErrorKind.Constant)
+        isinstance(
+            error.kind, jsonschema_rs.ValidationErrorKind.Type | jsonschema_rs.ValidationErrorKind.Constant
+        )
         and len(error.instance_path) == depth
     )
 

@@ -65,7 +65,9 @@ def tool_method(published: dict[str, Any], qualname: str) -> Callable[..., str]:
     for argument, argument_schema in schema.get("properties", {}).items():
         hint = basic_type(argument_schema)
         default = inspect.Parameter.empty if argument in required else argument_schema.get("default")
-        parameters.append(inspect.Parameter(argument, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint))
+        parameters.append(
+            inspect.Parameter(argument, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint)
+        )
         annotations[argument] = hint
     call.__name__ = name
     call.__qualname__ = qualname

@@ -38,7 +38,9 @@ def expected_rendering(published: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render_check(instance: object, published: list[dict[str, Any]], tool_set: str, chat_template: str) -> None:
+def render_check(
+    instance: object, published: list[dict[str, Any]], tool_set: str, chat_template: str
+) -> None:
     """Raise `RuntimeError` naming every tool whose rendered prompt is not its published schema.
 
     Runs once per process, tool set and template. `end_turn` must render as its method schema; every other tool as
@@ -99,6 +101,8 @@ def template_tokenizer(chat_template: str) -> Any:
     from tokenizers.models import WordLevel
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(WordLevel({"<unk>": 0}, unk_token="<unk>")))
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(WordLevel({"<unk>": 0}, unk_token="<unk>"))
+    )
     tokenizer.chat_template = load_template(chat_template)
     return tokenizer

@@ -14,7 +14,7 @@ from agent_env._loop import run_sync
 MARKS_COROUTINES = sys.version_info >= (3, 12)
 
 
-class SchemaTool(dict):  # type: ignore[type-arg]
+class SchemaTool(dict[str, Any]):
     __doc__ = None  # no docstring, on purpose: transformers' get_json_schema refuses it instead of guessing a schema
 
     def __init__(self, published: Mapping[str, Any], call: Callable[[str, dict[str, Any]], Any]) -> None:
@@ -39,14 +39,16 @@ class SchemaTool(dict):  # type: ignore[type-arg]
 class AsyncSchemaTool(SchemaTool):
     __doc__ = None
 
-    def __init__(self, published: Mapping[str, Any], call: Callable[[str, dict[str, Any]], Awaitable[Any]]) -> None:
+    def __init__(
+        self, published: Mapping[str, Any], call: Callable[[str, dict[str, Any]], Awaitable[Any]]
+    ) -> None:
         super().__init__(published, call)
-        if MARKS_COROUTINES:
-            inspect.markcoroutinefunction(self)  # type: ignore[attr-defined]
+        if sys.version_info >= (3, 12):
+            inspect.markcoroutinefunction(self)
 
-    if MARKS_COROUTINES:
+    if sys.version_info >= (3, 12):
 
-        async def __call__(self, **arguments: Any) -> Any:  # type: ignore[override]
+        async def __call__(self, **arguments: Any) -> Any:
             return await self._call(self.__name__, arguments)
 
     else:

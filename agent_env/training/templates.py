@@ -60,4 +60,6 @@ def _template_in_folder(folder: Path) -> str:
         template = json.loads(config.read_text()).get("chat_template")
         if isinstance(template, str):
             return template
-    raise LookupError(f"tokenizer folder {folder} carries no chat template (chat_template.jinja or tokenizer_config)")
+    raise LookupError(
+        f"tokenizer folder {folder} carries no chat template (chat_template.jinja or tokenizer_config)"
+    )

@@ -25,7 +25,9 @@ def tokenizer() -> Any:
     from tst.support import qwen3_tokenizer_folder
 
     tokenizer = AutoTokenizer.from_pretrained(qwen3_tokenizer_folder())
-    tokenizer.chat_template = load_template("qwen3")  # TRL recognises its own Qwen3 template and adds its parser
+    tokenizer.chat_template = load_template(
+        "qwen3"
+    )  # TRL recognises its own Qwen3 template and adds its parser
     return tokenizer
 
 
@@ -78,7 +80,9 @@ class Script:
         self.reply = reply
         self.prompts: list[str] = []
 
-    def __call__(self, prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> tuple[list[list[int]], None]:
+    def __call__(
+        self, prompt_ids: list[list[int]], *args: Any, **kwargs: Any
+    ) -> tuple[list[list[int]], None]:
         completions = []
         for index, ids in enumerate(prompt_ids):
             text = self.tokenizer.decode(ids)

@@ -27,7 +27,9 @@ def reply(index: int, prompt: str) -> str:
     return f"<tool_call>\n{json.dumps(call)}\n</tool_call><|im_end|>"
 
 
-def test_a_grpo_step_on_the_desk_scores_a_scripted_submission(tiny_model, tokenizer, tmp_path, scripted_generation):
+def test_a_grpo_step_on_the_desk_scores_a_scripted_submission(
+    tiny_model, tokenizer, tmp_path, scripted_generation
+):
     from trl import GRPOTrainer
 
     env = AgentEnv.local("gridsim-desk")

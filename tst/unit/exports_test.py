@@ -28,7 +28,13 @@ def test_agent_env_exports_are_pinned_and_sorted():
 
 
 def test_training_exports_are_pinned_and_sorted():
-    assert agent_env.training.__all__ == ["AsyncSchemaTool", "EnvironmentFactory", "SchemaTool", "TRLEnvironment", "check_trl_version"]
+    assert agent_env.training.__all__ == [
+        "AsyncSchemaTool",
+        "EnvironmentFactory",
+        "SchemaTool",
+        "TRLEnvironment",
+        "check_trl_version",
+    ]
 
 
 def test_every_export_exists():

@@ -23,7 +23,9 @@ def imported_top_level_modules(code: str) -> set[str]:
         result = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, check=True)
         return set(json.loads(result.stdout.strip().splitlines()[-1]))
 
-    return run(script) - run("import sys, json\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    return run(script) - run(
+        "import sys, json\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
 
 
 def declared_closure(extras: tuple[str, ...]) -> set[str]:
@@ -52,7 +54,9 @@ def undeclared(modules: set[str], extras: tuple[str, ...]) -> set[str]:
     allowed = declared_closure(extras) | {"agent-env"}
     distributions = packages_distributions()
     found = set()
-    for module in modules - set(sys.stdlib_module_names) - OPTIONAL_IMPORTS - {"agent_env", "tst", "__main__"}:
+    for module in (
+        modules - set(sys.stdlib_module_names) - OPTIONAL_IMPORTS - {"agent_env", "tst", "__main__"}
+    ):
         owners = {canonicalize_name(owner) for owner in distributions.get(module, [])}
         if owners and not owners & allowed:
             found.add(f"{module} (from {', '.join(sorted(owners))})")

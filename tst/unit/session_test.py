@@ -28,7 +28,9 @@ def session():
 
 
 def test_reset_returns_the_observation():
-    assert LocalSession(ToyDesk()).reset(task="t9", prompt=[]) == "Task t9: submit offers, then end your turn."
+    assert (
+        LocalSession(ToyDesk()).reset(task="t9", prompt=[]) == "Task t9: submit offers, then end your turn."
+    )
 
 
 def test_a_valid_call_runs_and_returns_text(session):
@@ -39,7 +41,10 @@ def test_a_valid_call_runs_and_returns_text(session):
 def test_an_invalid_call_names_the_path_and_changes_nothing(session):
     session.call_tool("submit_offers", {"curves": [CURVE]})
     before = copy.deepcopy(vars(session.environment))
-    bad = {"curves": [CURVE, {"hours": [25], "points": [[0, 1], [1, "x"]]}], "as_offers": [{"product": "reg"}]}
+    bad = {
+        "curves": [CURVE, {"hours": [25], "points": [[0, 1], [1, "x"]]}],
+        "as_offers": [{"product": "reg"}],
+    }
     with pytest.raises(ToolArgumentError) as raised:
         session.call_tool("submit_offers", bad)
     message = str(raised.value)
@@ -56,7 +61,9 @@ def test_a_rule_the_tool_checks_is_refused_and_changes_nothing(session):
 
 
 def test_an_unknown_tool_is_named_with_the_tools_there_are(session):
-    with pytest.raises(UnknownToolError, match=r"unknown tool \"../../etc/passwd\"; the tools are: submit_offers, "):
+    with pytest.raises(
+        UnknownToolError, match=r"unknown tool \"../../etc/passwd\"; the tools are: submit_offers, "
+    ):
         session.call_tool("../../etc/passwd", {})
 
 

@@ -57,7 +57,11 @@ def test_an_explicit_input_schema_is_published_as_given_after_normalization():
         return n
 
     published = define(count=tool(input_schema=explicit)(count)).tools["count"].input_schema
-    assert published == {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}
+    assert published == {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 1}},
+        "required": ["n"],
+    }
 
 
 def test_tool_arguments_are_converted_to_the_declared_pydantic_types():
@@ -125,7 +129,9 @@ def test_a_schema_that_breaks_the_metaschema_fails_with_the_tool_name_and_place(
         return ""
 
     bad = {"type": "object", "properties": {"n": {"type": "int"}}, "required": ["n"]}
-    with pytest.raises(ToolDefinitionError, match=r"tool 'f': not a valid JSON Schema \(2020-12\) at properties.n.type"):
+    with pytest.raises(
+        ToolDefinitionError, match=r"tool 'f': not a valid JSON Schema \(2020-12\) at properties.n.type"
+    ):
         define(f=tool(input_schema=bad)(f))
 
 
@@ -133,7 +139,9 @@ def test_an_explicit_schema_must_match_the_parameters():
     def f(self, n: int) -> str:
         return ""
 
-    with pytest.raises(ToolDefinitionError, match=r"properties \['m'\] must match the method's parameters \['n'\]"):
+    with pytest.raises(
+        ToolDefinitionError, match=r"properties \['m'\] must match the method's parameters \['n'\]"
+    ):
         define(f=tool(input_schema={"type": "object", "properties": {"m": {}}})(f))
 
 
@@ -144,7 +152,9 @@ def test_a_recursive_type_is_refused_with_a_way_out():
     def f(self, tree: Node) -> str:
         return ""
 
-    with pytest.raises(ToolDefinitionError, match="tool 'f': type 'Node' refers to itself.*explicit input_schema"):
+    with pytest.raises(
+        ToolDefinitionError, match=r"tool 'f': type 'Node' refers to itself.*explicit input_schema"
+    ):
         define(f=tool(f))
 
 

@@ -8,7 +8,10 @@ from agent_env.schema._passes import drop_noise, inline_refs, order_keywords
 
 def test_inline_refs_replaces_every_ref_and_drops_defs():
     schema = {
-        "$defs": {"Point": {"type": "array", "items": {"$ref": "#/$defs/Number"}}, "Number": {"type": "number"}},
+        "$defs": {
+            "Point": {"type": "array", "items": {"$ref": "#/$defs/Number"}},
+            "Number": {"type": "number"},
+        },
         "type": "object",
         "properties": {"points": {"type": "array", "items": {"$ref": "#/$defs/Point"}}},
     }
@@ -78,8 +81,17 @@ def test_normalize_of_a_pydantic_schema_is_self_contained_and_keeps_meaning_keyw
     normalized = normalize(Args.model_json_schema())
     offer = normalized["properties"]["offers"]["items"]
     assert "$defs" not in normalized and "title" not in repr(normalized)
-    assert offer["properties"]["product"] == {"type": "string", "description": "Which product", "enum": ["regup", "regdn"]}
+    assert offer["properties"]["product"] == {
+        "type": "string",
+        "description": "Which product",
+        "enum": ["regup", "regdn"],
+    }
     assert offer["properties"]["mw"] == {"type": "number", "minimum": 0, "maximum": 100, "default": 5}
-    assert offer["properties"]["tag"] == {"type": "string", "minLength": 1, "maxLength": 8, "pattern": "^[a-z]+$"}
+    assert offer["properties"]["tag"] == {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 8,
+        "pattern": "^[a-z]+$",
+    }
     assert offer["required"] == ["product", "tag"]
     assert normalized["properties"]["offers"]["minItems"] == 1

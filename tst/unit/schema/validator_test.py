@@ -13,10 +13,19 @@ CURVES = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "hours": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer", "minimum": 1}}]},
+                    "hours": {
+                        "anyOf": [
+                            {"type": "string"},
+                            {"type": "array", "items": {"type": "integer", "minimum": 1}},
+                        ]
+                    },
                     "points": {
                         "type": "array",
-                        "items": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}], "maxItems": 2},
+                        "items": {
+                            "type": "array",
+                            "prefixItems": [{"type": "number"}, {"type": "number"}],
+                            "maxItems": 2,
+                        },
                     },
                 },
                 "required": ["hours", "points"],
@@ -35,11 +44,15 @@ def errors_for(arguments):
 
 
 def test_valid_arguments_pass():
-    validator_for(CURVES).validate("submit", {"curves": [{"hours": "HE01", "points": [[1, 2]]}], "product": "regup"})
+    validator_for(CURVES).validate(
+        "submit", {"curves": [{"hours": "HE01", "points": [[1, 2]]}], "product": "regup"}
+    )
 
 
 def test_message_names_every_failing_path_with_expected_and_sent():
-    message = errors_for({"curves": [{"hours": "HE01", "points": [[1, "x"]]}, {"points": []}], "product": "up"})
+    message = errors_for(
+        {"curves": [{"hours": "HE01", "points": [[1, "x"]]}, {"points": []}], "product": "up"}
+    )
     assert message.splitlines() == [
         "Invalid arguments for tool 'submit'; fix these and call it again:",
         '- curves[0].points[0][1]: expected number; got string "x"',

@@ -40,7 +40,11 @@ def test_it_is_a_dict_holding_the_published_schema():
     schema_tool = SchemaTool(PUBLISHED, record)
     assert dict(schema_tool) == {
         "type": "function",
-        "function": {"name": "submit_offers", "description": PUBLISHED["description"], "parameters": PUBLISHED["inputSchema"]},
+        "function": {
+            "name": "submit_offers",
+            "description": PUBLISHED["description"],
+            "parameters": PUBLISHED["inputSchema"],
+        },
     }
     assert schema_tool.__name__ == "submit_offers"
 
@@ -60,7 +64,10 @@ def test_parse_response_types_arguments_from_the_published_schema():
         [{"role": "user", "content": "go"}], tools=[schema_tool], tokenize=False, add_generation_prompt=True
     )
     # The model wrote `curves` as a JSON string: the schema says array, so parsing casts it.
-    call = {"name": "submit_offers", "arguments": {"curves": json.dumps(ARGUMENTS["curves"]), "as_offers": []}}
+    call = {
+        "name": "submit_offers",
+        "arguments": {"curves": json.dumps(ARGUMENTS["curves"]), "as_offers": []},
+    }
     response = f"<tool_call>\n{json.dumps(call)}\n</tool_call><|im_end|>"
     ids = tokenizer(response, add_special_tokens=False)["input_ids"]
     parsed = tokenizer.parse_response(ids, prefix=prompt, tools=[schema_tool])
@@ -102,7 +109,10 @@ def test_an_async_tool_returns_its_result_when_called_synchronously_on_311():
 
 def interpreter(version: str) -> str | None:
     """A working interpreter for `version` (pyenv shims exist for versions that are not selected, and fail)."""
-    candidates = [shutil.which(f"python{version}"), *map(str, Path.home().glob(f".pyenv/versions/{version}*/bin/python"))]
+    candidates = [
+        shutil.which(f"python{version}"),
+        *map(str, Path.home().glob(f".pyenv/versions/{version}*/bin/python")),
+    ]
     for candidate in filter(None, candidates):
         if subprocess.run([candidate, "--version"], capture_output=True).returncode == 0:
             return candidate

@@ -9,8 +9,7 @@ import transformers.tokenization_utils_base as tokenization
 from transformers.utils import get_json_schema
 
 from agent_env import Environment, LocalProvider, ToolArgumentError, tool
-from agent_env.training import EnvironmentFactory, SchemaTool, TRLEnvironment
-from agent_env.training import _render_check
+from agent_env.training import EnvironmentFactory, SchemaTool, TRLEnvironment, _render_check
 from agent_env.training._render_check import discovered_tools, expected_rendering, render_tools, tojson
 from tst.data.toy import ToyDesk
 
@@ -42,7 +41,10 @@ def test_the_prompt_shows_every_published_schema_and_end_turns_method_schema(fac
         if published["name"] != "end_turn":
             assert tojson(expected_rendering(published)) in prompt
     assert tojson(get_json_schema(environment.end_turn)) in prompt
-    assert get_json_schema(environment.end_turn)["function"]["parameters"] == {"type": "object", "properties": {}}
+    assert get_json_schema(environment.end_turn)["function"]["parameters"] == {
+        "type": "object",
+        "properties": {},
+    }
 
 
 def test_the_class_methods_still_render_their_method_schemas(factory):
@@ -53,13 +55,20 @@ def test_the_class_methods_still_render_their_method_schemas(factory):
         "description": "Energy offer curves, one per hour set.",
     }
     assert schema["parameters"]["required"] == ["curves"]
-    assert get_json_schema(environment_type.write_note)["function"]["parameters"]["properties"]["text"]["type"] == "string"
+    assert (
+        get_json_schema(environment_type.write_note)["function"]["parameters"]["properties"]["text"]["type"]
+        == "string"
+    )
 
 
 def test_if_trl_took_tools_from_the_class_the_method_schemas_would_come_back(factory):
     # The fallback, pinned: rendering the class's functions gives TRL's lossy method schemas, not an error.
     environment_type = type(factory())
-    names = [name for name, _ in inspect.getmembers(environment_type, inspect.isfunction) if not name.startswith("_")]
+    names = [
+        name
+        for name, _ in inspect.getmembers(environment_type, inspect.isfunction)
+        if not name.startswith("_")
+    ]
     from_class = [getattr(environment_type, name) for name in names if name not in ("reset", "get_reward")]
     prompt = render_tools(from_class, "qwen3")
     assert '"curves": {"type": "array", "description": "Energy offer curves, one per hour set."}' in prompt
@@ -80,7 +89,9 @@ def test_a_call_through_a_schema_tool_is_validated_and_leaves_state_unchanged_wh
 def test_a_transformers_that_renders_tools_differently_stops_the_factory_naming_them(factory, monkeypatch):
     original = tokenization.render_jinja_template
 
-    def lossy(conversations, tools=None, **kwargs):  # as if transformers flattened every dict tool's parameters
+    def lossy(
+        conversations, tools=None, **kwargs
+    ):  # as if transformers flattened every dict tool's parameters
         flattened = [
             {"type": "function", "function": {**t["function"], "parameters": {"type": "object"}}}
             if isinstance(t, dict) and t["function"]["parameters"].get("properties")
@@ -100,8 +111,12 @@ def test_a_transformers_that_renders_tools_differently_stops_the_factory_naming_
 
 def test_trl_1_14_is_refused_because_it_would_drop_the_schema_tools(factory, monkeypatch):
     real_version = importlib.metadata.version
-    monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.14.0" if name == "trl" else real_version(name))
-    with pytest.raises(RuntimeError, match=r"TRL 1.14.0 lists .* on the instance .*`pip install 'trl>=1.15'`"):
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda name: "1.14.0" if name == "trl" else real_version(name)
+    )
+    with pytest.raises(
+        RuntimeError, match=r"TRL 1.14.0 lists .* on the instance .*`pip install 'trl>=1.15'`"
+    ):
         factory()
 
 
