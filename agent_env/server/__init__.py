@@ -1,0 +1,61 @@
+"""Serve an environment over HTTP (MCP and a control API), and reach a served one: needs the `server` extra.
+
+Importing this package loads only the errors; the client side (`RemoteProvider`, `RemoteSession`) loads httpx, and
+the server side (`build_app`, `serve`) the MCP SDK, starlette and uvicorn, when first touched.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from agent_env.server.errors import (
+    CallTimeoutError,
+    DatasetNotFoundError,
+    EpisodeNotFoundError,
+    InvalidRequestError,
+    RemoteError,
+    RequestTooLargeError,
+    ResetError,
+    ServerError,
+    ServerUnavailableError,
+    TooManyEpisodesError,
+    UnauthorizedError,
+)
+
+if TYPE_CHECKING:
+    from agent_env.server._serve import serve
+    from agent_env.server.app import build_app
+    from agent_env.server.client import RemoteProvider, RemoteSession
+
+_LAZY = {
+    "RemoteProvider": "agent_env.server.client",
+    "RemoteSession": "agent_env.server.client",
+    "build_app": "agent_env.server.app",
+    "serve": "agent_env.server._serve",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'agent_env.server' has no attribute {name!r}")
+
+
+__all__ = [
+    "CallTimeoutError",
+    "DatasetNotFoundError",
+    "EpisodeNotFoundError",
+    "InvalidRequestError",
+    "RemoteError",
+    "RemoteProvider",
+    "RemoteSession",
+    "RequestTooLargeError",
+    "ResetError",
+    "ServerError",
+    "ServerUnavailableError",
+    "TooManyEpisodesError",
+    "UnauthorizedError",
+    "build_app",
+    "serve",
+]

@@ -1,0 +1,371 @@
+"""The live episodes of one served environment: open, reset, call, score and close them, and free the idle ones.
+
+Every episode is one `LocalSession` on its own environment instance, so every call is validated and run exactly as
+in process. Environment code runs in worker threads under the call timeout (async tools on the event loop, under
+the same timeout), one call at a time per episode. A call that times out leaves its episode in a state nobody
+knows (the thread may still be running it), so the episode is closed: its id is then unknown, like an idled-out
+one. Everything here runs on the event loop's thread; nothing else touches the registry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
+
+from agent_env.environment import Environment
+from agent_env.errors import AgentEnvError
+from agent_env.server._limits import Limits
+from agent_env.server._workers import JobTimeoutError, WorkerPool
+from agent_env.server.errors import (
+    CallTimeoutError,
+    DatasetNotFoundError,
+    EpisodeNotFoundError,
+    ResetError,
+    ServerError,
+    ServerUnavailableError,
+    TooManyEpisodesError,
+)
+from agent_env.session import LocalSession
+
+logger = logging.getLogger("agent_env.server")
+
+T = TypeVar("T")
+
+WORKERS = 16
+"""Worker threads per server: enough that slow tools on some episodes do not hold up the others."""
+
+
+@dataclass(eq=False)
+class Episode:
+    """One live episode: its session, the lock that keeps its calls one at a time, and when it was last used."""
+
+    id: str
+    session: LocalSession | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0
+    closed: bool = False
+
+
+@dataclass(eq=False)
+class McpBinding:
+    """The episode an MCP session acts on."""
+
+    episode_id: str
+    last_used: float = field(default_factory=time.monotonic)
+
+
+class EpisodeRegistry:
+    """The live episodes of one environment class and configuration, under one server's limits."""
+
+    def __init__(
+        self,
+        environment: type[Environment],
+        config: Mapping[str, Any],
+        limits: Limits,
+        mcp_row: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.environment = environment
+        self.config = dict(config)
+        self.limits = limits
+        self.mcp_row = dict(mcp_row or {})
+        self._episodes: dict[str, Episode] = {}
+        self._mcp: dict[str, McpBinding] = {}
+        self._mcp_opening: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._datasets: dict[str, list[dict[str, Any]]] = {}
+        self._workers: WorkerPool | None = None
+        self._reaper: asyncio.Task[None] | None = None
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The environment's published tools, exactly as in process."""
+        return self.environment.tools.published
+
+    def count(self) -> int:
+        """How many episodes are live."""
+        return len(self._episodes)
+
+    def stuck_workers(self) -> int:
+        """How many worker threads are still running a call that timed out."""
+        return self._workers.stuck() if self._workers else 0
+
+    async def start(self) -> None:
+        """Start the workers and the idle reaper; the server's lifespan calls this."""
+        self._workers = WorkerPool(WORKERS)
+        if self.limits.idle_timeout is not None:
+            self._reaper = asyncio.create_task(self._reap_forever(self.limits.idle_timeout))
+
+    async def stop(self) -> None:
+        """Close every episode and stop the workers; nothing waits for a stuck call."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+            self._reaper = None
+        for episode in list(self._episodes.values()):
+            self._discard(episode)
+        self._mcp.clear()
+        if self._workers is not None:
+            self._workers.shutdown()
+            self._workers = None
+
+    async def open(self, row: Mapping[str, Any] | None) -> tuple[str, str | None]:
+        """A new episode on a fresh environment instance, reset from `row` (None: not reset, no episode running).
+
+        Returns:
+            The episode id and the first observation.
+        """
+        episode = self._admit()
+        try:
+            async with episode.lock:
+                episode.session = await self._build(episode)
+                observation = None
+                if row is not None:
+                    observation = await self._reset(episode, row)
+        except BaseException:
+            self._discard(episode)
+            raise
+        finally:
+            episode.busy -= 1
+            episode.last_used = time.monotonic()
+        return episode.id, observation
+
+    async def reset(self, episode_id: str, row: Mapping[str, Any]) -> str | None:
+        """Start the next episode on the same environment instance; return its first observation."""
+        async with self._use(episode_id) as episode:
+            return await self._reset(episode, row)
+
+    async def call(self, episode_id: str, name: str, arguments: Mapping[str, Any]) -> str:
+        """Validate and run one tool call, as `LocalSession.call_tool` does; return its text."""
+        async with self._use(episode_id) as episode:
+            session = _session(episode)
+            action = f"tool '{name}'"
+            try:
+                if session.is_async(name):
+                    return await self._await(episode, session.acall_tool(name, arguments), action)
+                return await self._run(episode, partial(session.call_tool, name, arguments), action)
+            except AgentEnvError:
+                raise
+            except Exception as error:
+                logger.exception("agent_env: %s failed in episode %s", action, episode.id)
+                raise ServerError(
+                    f"{action} failed on the server: {type(error).__name__}: {error}"
+                ) from error
+
+    async def reward(self, episode_id: str) -> float:
+        """The episode's reward, ending it first if it is still running."""
+        async with self._use(episode_id) as episode:
+            try:
+                return await self._run(episode, _session(episode).reward, "reward()")
+            except AgentEnvError:
+                raise
+            except Exception as error:
+                logger.exception("agent_env: reward() failed in episode %s", episode.id)
+                raise ServerError(
+                    f"reward() failed on the server: {type(error).__name__}: {error}"
+                ) from error
+
+    def close(self, episode_id: str) -> None:
+        """Close an episode and free it; a call still running on it finishes, and its result is dropped."""
+        episode = self._episodes.get(episode_id)
+        if episode is None:
+            raise EpisodeNotFoundError(self._not_found(episode_id))
+        self._discard(episode)
+
+    async def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        """The rows of a dataset split (computed once per split), each one a valid reset row."""
+        if split not in self._datasets:
+            try:
+                rows = await self._workers_or_raise().run(
+                    partial(self._rows, split), self.limits.call_timeout
+                )
+            except JobTimeoutError:
+                raise CallTimeoutError(
+                    f"dataset_rows({split!r}) did not finish within the server's call timeout of "
+                    f"{self.limits.call_timeout:g} s"
+                ) from None
+            except (NotImplementedError, LookupError, ValueError) as error:
+                raise DatasetNotFoundError(f"no dataset split {split!r}: {error}") from None
+            self._datasets[split] = rows
+        return self._datasets[split]
+
+    async def mcp_episode(self, mcp_session_id: str) -> str:
+        """The episode an MCP session acts on; its first call opens one, reset from `mcp_row`."""
+        opening = self._mcp_opening.setdefault(mcp_session_id, asyncio.Lock())
+        async with opening:
+            binding = self._mcp.get(mcp_session_id)
+            if binding is None:
+                episode_id, _ = await self.open(self.mcp_row)
+                binding = self._mcp[mcp_session_id] = McpBinding(episode_id)
+        binding.last_used = time.monotonic()
+        return binding.episode_id
+
+    async def open_for_mcp(
+        self, mcp_session_id: str, row: Mapping[str, Any] | None
+    ) -> tuple[str, str | None]:
+        """A new episode reset from `row` that the MCP session acts on from now on; its previous one is closed."""
+        episode_id, observation = await self.open(row)
+        previous = self._mcp.get(mcp_session_id)
+        self._mcp[mcp_session_id] = McpBinding(episode_id)
+        if previous is not None and previous.episode_id in self._episodes:
+            self.close(previous.episode_id)
+        return episode_id, observation
+
+    def end_mcp(self, mcp_session_id: str) -> None:
+        """The MCP session ended: close its episode."""
+        binding = self._mcp.pop(mcp_session_id, None)
+        if binding is not None and binding.episode_id in self._episodes:
+            self.close(binding.episode_id)
+
+    def reap(self) -> None:
+        """Close every episode idle past the idle timeout, and forget MCP sessions idle as long (the SDK has
+        ended those sessions by then)."""
+        now = time.monotonic()
+        for episode in list(self._episodes.values()):
+            if self._expired(episode, now):
+                logger.info("agent_env: episode %s idled out", episode.id)
+                self._discard(episode)
+        idle = self.limits.idle_timeout
+        if idle is not None:
+            for mcp_session_id, binding in list(self._mcp.items()):
+                if now - binding.last_used > idle and binding.episode_id not in self._episodes:
+                    del self._mcp[mcp_session_id]
+
+    async def _build(self, episode: Episode) -> LocalSession:
+        def build() -> LocalSession:
+            return LocalSession(self.environment(**self.config))
+
+        try:
+            return await self._run(episode, build, f"building {self.environment.__name__}")
+        except AgentEnvError:
+            raise
+        except Exception as error:
+            logger.exception("agent_env: building %s failed", self.environment.__name__)
+            raise ServerError(
+                f"the server could not build {self.environment.__name__}: {type(error).__name__}: {error}"
+            ) from error
+
+    def _rows(self, split: str) -> list[dict[str, Any]]:
+        return self.environment(**self.config).dataset_rows(split)
+
+    async def _reset(self, episode: Episode, row: Mapping[str, Any]) -> str | None:
+        session = _session(episode)
+        try:
+            return await self._run(episode, partial(session.reset, **row), "reset")
+        except AgentEnvError:
+            raise
+        except Exception as error:
+            raise ResetError(
+                f"{self.environment.__name__}.reset could not start an episode from this row: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+
+    async def _run(self, episode: Episode, function: Callable[[], T], action: str) -> T:
+        try:
+            return await self._workers_or_raise().run(function, self.limits.call_timeout)
+        except JobTimeoutError:
+            self._discard(episode)
+            raise CallTimeoutError(self._timed_out(action, episode)) from None
+        except asyncio.CancelledError:
+            self._discard(episode)
+            raise
+
+    async def _await(self, episode: Episode, call: Awaitable[T], action: str) -> T:
+        task = asyncio.ensure_future(call)
+        try:
+            return await asyncio.wait_for(task, self.limits.call_timeout)
+        except TimeoutError:
+            if not task.cancelled():
+                raise
+            self._discard(episode)
+            raise CallTimeoutError(self._timed_out(action, episode)) from None
+        except asyncio.CancelledError:
+            self._discard(episode)
+            raise
+
+    @contextlib.asynccontextmanager
+    async def _use(self, episode_id: str) -> AsyncIterator[Episode]:
+        episode = self._live(episode_id)
+        episode.busy += 1
+        try:
+            async with episode.lock:
+                if episode.closed:
+                    raise EpisodeNotFoundError(self._not_found(episode_id))
+                yield episode
+        finally:
+            episode.busy -= 1
+            episode.last_used = time.monotonic()
+
+    def _live(self, episode_id: str) -> Episode:
+        episode = self._episodes.get(episode_id)
+        if episode is not None and self._expired(episode, time.monotonic()):
+            self._discard(episode)
+            episode = None
+        if episode is None:
+            raise EpisodeNotFoundError(self._not_found(episode_id))
+        return episode
+
+    def _admit(self) -> Episode:
+        limit = self.limits.max_episodes
+        if limit is not None and len(self._episodes) >= limit:
+            self.reap()
+            if len(self._episodes) >= limit:
+                raise TooManyEpisodesError(
+                    f"the server already holds {limit} live episodes, its limit: close finished ones "
+                    "(DELETE /episodes/{id}), wait for idle ones to expire, or start the server with a higher "
+                    "max_episodes"
+                )
+        self._workers_or_raise()
+        episode = Episode(uuid.uuid4().hex, busy=1)
+        self._episodes[episode.id] = episode
+        return episode
+
+    def _expired(self, episode: Episode, now: float) -> bool:
+        idle = self.limits.idle_timeout
+        return idle is not None and episode.busy == 0 and now - episode.last_used > idle
+
+    def _discard(self, episode: Episode) -> None:
+        episode.closed = True
+        self._episodes.pop(episode.id, None)
+        if episode.session is not None:
+            episode.session.close()
+
+    def _workers_or_raise(self) -> WorkerPool:
+        if self._workers is None:
+            raise ServerUnavailableError(
+                "the server is not started: its lifespan has not run (under httpx.ASGITransport, enter "
+                "`app.router.lifespan_context(app)` first)"
+            )
+        return self._workers
+
+    def _not_found(self, episode_id: str) -> str:
+        idle = self.limits.idle_timeout
+        idled = f"idled out after {idle:g} s, " if idle is not None else ""
+        return (
+            f"episode {episode_id[:64]!r} expired or unknown: it was closed, {idled}closed after a call timed out, "
+            "or the server restarted; start a new episode (POST /episodes)"
+        )
+
+    def _timed_out(self, action: str, episode: Episode) -> str:
+        return (
+            f"{action} did not finish within the server's call timeout of {self.limits.call_timeout:g} s; episode "
+            f"{episode.id!r} was closed because its state is unknown: start a new episode"
+        )
+
+    async def _reap_forever(self, idle_timeout: float) -> None:
+        interval = min(max(idle_timeout / 4, 0.05), 30.0)
+        while True:
+            await asyncio.sleep(interval)
+            self.reap()
+
+
+def _session(episode: Episode) -> LocalSession:
+    assert episode.session is not None, "an episode's session is set before anyone can use it"
+    return episode.session

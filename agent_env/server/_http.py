@@ -1,0 +1,148 @@
+"""The control API beside the MCP endpoint: open, reset, call, score and close episodes; list tools; read datasets.
+
+Every error answers `{"error": {"code", "message"}}` with the status `errors.http_status` gives its class. The
+protocol is written out in docs/server.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agent_env.errors import AgentEnvError
+from agent_env.server._episodes import EpisodeRegistry
+from agent_env.server.errors import InvalidRequestError, ServerError, http_status
+
+logger = logging.getLogger("agent_env.server")
+
+MCP_SESSION_HEADER = "mcp-session-id"
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def error_response(
+    error: AgentEnvError, *, status: int | None = None, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    """The wire form of an error: `{"error": {"code", "message"}}` with its HTTP status."""
+    body = {"error": {"code": error.code, "message": str(error)}}
+    return JSONResponse(body, status_code=status or http_status(error), headers=headers)
+
+
+def answered(endpoint: Endpoint) -> Endpoint:
+    """An endpoint whose agent_env errors become their wire form, and whose other failures a 500 that says so."""
+
+    async def answer(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except AgentEnvError as error:
+            return error_response(error)
+        except Exception as error:
+            logger.exception("agent_env: %s %s failed", request.method, request.url.path)
+            return error_response(ServerError(f"the server failed: {type(error).__name__}: {error}"))
+
+    return answer
+
+
+class ControlApi:
+    """The HTTP routes that drive episodes of one registry."""
+
+    def __init__(self, episodes: EpisodeRegistry) -> None:
+        self.episodes = episodes
+        listing = {"environment": episodes.environment.__name__, "tools": episodes.tools()}
+        self._tool_listing = json.dumps(listing, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def routes(self) -> list[Route]:
+        """The routes, each answering errors in the wire form."""
+        return [
+            Route("/health", answered(self.health), methods=["GET"]),
+            Route("/tools", answered(self.tools), methods=["GET"]),
+            Route("/datasets/{split}", answered(self.dataset), methods=["GET"]),
+            Route("/episodes", answered(self.open), methods=["POST"]),
+            Route("/episodes/{episode_id}", answered(self.close), methods=["DELETE"]),
+            Route("/episodes/{episode_id}/reset", answered(self.reset), methods=["POST"]),
+            Route("/episodes/{episode_id}/tools/{name:path}", answered(self.call), methods=["POST"]),
+            Route("/episodes/{episode_id}/reward", answered(self.reward), methods=["POST"]),
+        ]
+
+    async def health(self, request: Request) -> Response:
+        """`GET /health`: 200 while the server runs; needs no token."""
+        return JSONResponse({"status": "ok"})
+
+    async def tools(self, request: Request) -> Response:
+        """`GET /tools`: the environment's class name and its published tools, exactly as in process."""
+        return Response(self._tool_listing, media_type="application/json")
+
+    async def dataset(self, request: Request) -> Response:
+        """`GET /datasets/{split}`: the split's rows, each one a valid body for `POST /episodes`."""
+        split = request.path_params["split"]
+        return JSONResponse({"split": split, "rows": await self.episodes.dataset_rows(split)})
+
+    async def open(self, request: Request) -> Response:
+        """`POST /episodes` (body: a dataset row): a new episode, reset from the row; `?reset=false` opens it
+        without starting it. With an `Mcp-Session-Id` header, that MCP session acts on the new episode."""
+        row = await json_object(request, "a dataset row")
+        start = request.query_params.get("reset", "true").lower() != "false"
+        mcp_session_id = request.headers.get(MCP_SESSION_HEADER)
+        if mcp_session_id:
+            episode_id, observation = await self.episodes.open_for_mcp(mcp_session_id, row if start else None)
+        else:
+            episode_id, observation = await self.episodes.open(row if start else None)
+        return JSONResponse({"episode_id": episode_id, "observation": observation}, status_code=201)
+
+    async def reset(self, request: Request) -> Response:
+        """`POST /episodes/{id}/reset` (body: a dataset row): the next episode on the same environment instance."""
+        episode_id = request.path_params["episode_id"]
+        row = await json_object(request, "a dataset row")
+        observation = await self.episodes.reset(episode_id, row)
+        return JSONResponse({"episode_id": episode_id, "observation": observation})
+
+    async def call(self, request: Request) -> Response:
+        """`POST /episodes/{id}/tools/{name}` (body: the arguments): the tool's result text."""
+        arguments = await json_object(request, "the tool's arguments")
+        result = await self.episodes.call(
+            request.path_params["episode_id"], request.path_params["name"], arguments
+        )
+        return JSONResponse({"result": result})
+
+    async def reward(self, request: Request) -> Response:
+        """`POST /episodes/{id}/reward`: the episode's reward, ending it first if it is running (so not a GET)."""
+        return JSONResponse({"reward": await self.episodes.reward(request.path_params["episode_id"])})
+
+    async def close(self, request: Request) -> Response:
+        """`DELETE /episodes/{id}`: close the episode and free it."""
+        self.episodes.close(request.path_params["episode_id"])
+        return Response(status_code=204)
+
+
+async def json_object(request: Request, what: str) -> dict[str, Any]:
+    """The request body as a JSON object; an empty body is `{}`."""
+    body = await request.body()
+    if not body.strip():
+        return {}
+    try:
+        value = json.loads(body)
+    except ValueError as error:
+        raise InvalidRequestError(
+            f"the body must be a JSON object ({what}); it is not JSON: {error}"
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidRequestError(
+            f"the body must be a JSON object ({what}), not a JSON {_JSON_NAMES[type(value)]}"
+        )
+    return value
+
+
+_JSON_NAMES = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}

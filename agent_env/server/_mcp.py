@@ -1,0 +1,192 @@
+"""The MCP endpoint: the official SDK's low-level server over streamable HTTP, one episode per MCP session.
+
+Tools are listed with each tool's published `inputSchema`, byte for byte, and a call runs in the episode of the
+caller's MCP session through the registry, so it is validated and run by that episode's `LocalSession`. A tool
+error (bad arguments, an unknown tool, an episode that has ended or expired, a call that timed out) comes back as
+a tool result with `isError: true` whose text is the error's message, for the model to read and fix; a failure
+that is not the model's (no room for another episode, a broken environment) is an MCP error.
+
+Episodes live in MCP sessions, so the server speaks the initialize handshake (protocol 2025-11-25 and earlier):
+its `server/discover` answer names only those versions, which makes a client that probes first fall back to the
+handshake, and a tool call without a session is refused with a message that says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
+from starlette.types import Receive, Scope, Send
+
+from agent_env import __version__
+from agent_env.errors import AgentEnvError, EpisodeStateError, ToolError
+from agent_env.server._episodes import EpisodeRegistry
+from agent_env.server._http import MCP_SESSION_HEADER, error_response
+from agent_env.server._limits import Limits
+from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, ResetError, ServerUnavailableError
+
+EPISODE_META_KEY = "agent-env/episode_id"
+"""The `_meta` key of every tool result that names the episode the call ran in."""
+
+MODEL_ERRORS = (ToolError, EpisodeStateError, EpisodeNotFoundError, CallTimeoutError)
+"""Errors sent back as tool results with `isError: true`, for the model to read."""
+
+INSTRUCTIONS = (
+    "Each MCP session acts on its own episode of {name}. The first tool call starts one from the server's default "
+    "dataset row; to start one from another row, POST /episodes with this session's Mcp-Session-Id header and the "
+    "row as the JSON body. Every tool result's _meta names its episode ({key}); POST /episodes/{{episode_id}}/reward "
+    "scores it."
+)
+
+
+def mcp_server(episodes: EpisodeRegistry) -> Server[Any]:
+    """The low-level MCP server of one registry: `tools/list`, `tools/call`, and a handshake-only discover."""
+    name = episodes.environment.__name__
+    published = episodes.tools()
+    listed = [
+        types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
+        for t in published
+    ]
+    instructions = INSTRUCTIONS.format(name=name, key=EPISODE_META_KEY)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        mcp_session_id = _mcp_session_id(ctx)
+        episode_id = await _episode_for(episodes, mcp_session_id)
+        try:
+            text = await episodes.call(episode_id, params.name, params.arguments or {})
+        except MODEL_ERRORS as error:
+            return _tool_result(str(error), episode_id, is_error=True)
+        except AgentEnvError as error:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(error)) from error
+        return _tool_result(text, episode_id)
+
+    server: Server[Any] = Server(
+        name, version=__version__, instructions=instructions, on_list_tools=list_tools, on_call_tool=call_tool
+    )
+
+    async def discover(
+        ctx: ServerRequestContext[Any, Any], params: types.RequestParams
+    ) -> types.DiscoverResult:
+        return types.DiscoverResult(
+            supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
+            capabilities=server.get_capabilities(),
+            instructions=instructions,
+        )
+
+    server.add_request_handler("server/discover", types.RequestParams, discover)
+    server.middleware.append(PublishedSchemas(published))
+    return server
+
+
+class PublishedSchemas:
+    """Server middleware that puts each tool's published `inputSchema` back into `tools/list` results.
+
+    The SDK shapes a result through its protocol models, which keep a schema's content but move `type` after the
+    keys they declare; the published schema is meant to reach every client byte for byte, so the exact dict goes
+    back in its place.
+    """
+
+    def __init__(self, published: list[dict[str, Any]]) -> None:
+        self.schemas = {tool["name"]: tool["inputSchema"] for tool in published}
+
+    async def __call__(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        call_next: Callable[[ServerRequestContext[Any, Any]], Awaitable[HandlerResult]],
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "tools/list" and isinstance(result, dict):
+            for tool in result.get("tools", []):
+                if tool.get("name") in self.schemas:
+                    tool["inputSchema"] = self.schemas[tool["name"]]
+        return result
+
+
+class McpEndpoint:
+    """The ASGI app at `/mcp`; its SDK session manager lives for one run of the server's lifespan."""
+
+    def __init__(self, episodes: EpisodeRegistry, limits: Limits) -> None:
+        self.episodes = episodes
+        self.limits = limits
+        self.server = mcp_server(episodes)
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """Serve MCP sessions until the context exits; every session is then closed."""
+        manager = StreamableHTTPSessionManager(
+            app=self.server,
+            json_response=True,
+            session_idle_timeout=self.limits.idle_timeout,
+            max_request_body_size=self.limits.max_body_bytes,
+            max_sessions=self.limits.max_episodes,
+        )
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        manager = self._manager
+        if manager is None:
+            error = ServerUnavailableError("the server is not started: its lifespan has not run")
+            await error_response(error)(scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, send)
+        if scope.get("method") == "DELETE":
+            mcp_session_id = Headers(scope=scope).get(MCP_SESSION_HEADER)
+            if mcp_session_id:
+                self.episodes.end_mcp(mcp_session_id)
+
+
+def _mcp_session_id(ctx: ServerRequestContext[Any, Any]) -> str:
+    request = ctx.request
+    mcp_session_id = request.headers.get(MCP_SESSION_HEADER) if request is not None else None
+    if not mcp_session_id:
+        raise MCPError(
+            code=types.INVALID_REQUEST,
+            message=(
+                "this server keeps one episode per MCP session, so a tool call needs a session: connect with the "
+                "initialize handshake (protocol 2025-11-25), as mcp.Client(url) does by default"
+            ),
+        )
+    return str(mcp_session_id)
+
+
+async def _episode_for(episodes: EpisodeRegistry, mcp_session_id: str) -> str:
+    try:
+        return await episodes.mcp_episode(mcp_session_id)
+    except ResetError as error:
+        raise MCPError(
+            code=types.INTERNAL_ERROR,
+            message=(
+                f"{error}; start this MCP session's episode from a dataset row: POST /episodes with the header "
+                f"'Mcp-Session-Id: {mcp_session_id}' and the row as the JSON body (or serve with a default row: "
+                "`agent-env serve --mcp-row '{...}'`)"
+            ),
+        ) from error
+    except AgentEnvError as error:
+        raise MCPError(code=types.INTERNAL_ERROR, message=str(error)) from error
+
+
+def _tool_result(text: str, episode_id: str, *, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], is_error=is_error, _meta={EPISODE_META_KEY: episode_id}
+    )

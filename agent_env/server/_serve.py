@@ -1,0 +1,117 @@
+"""`serve`: run `build_app` under uvicorn, refusing to expose a server without a token beyond this machine."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from agent_env.environment import Environment
+from agent_env.server._limits import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_EPISODES,
+    LOOPBACK_HOSTS,
+)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+GRACEFUL_SHUTDOWN = 5
+"""Seconds requests still in flight get to finish when the server is asked to stop."""
+
+
+def serve(
+    environment: str | type[Environment],
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    allow_unauthenticated: bool = False,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_episodes: int | None = DEFAULT_MAX_EPISODES,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    log_level: str = "info",
+    mcp_row: dict[str, Any] | None = None,
+    **config: Any,
+) -> None:
+    """Serve `environment` on `host:port` until interrupted; see `build_app` for the limits.
+
+    Without a token the server answers only on loopback, and only to loopback Host names (against DNS
+    rebinding); binding another address without a token needs `allow_unauthenticated=True`.
+
+    Raises:
+        ValueError: A non-loopback `host` without a token or `allow_unauthenticated`, or a limit out of range.
+    """
+    import uvicorn
+
+    from agent_env.server.app import build_app
+
+    check_exposure(host, token, allow_unauthenticated)
+    app = build_app(
+        environment,
+        token=token,
+        max_body_bytes=max_body_bytes,
+        max_episodes=max_episodes,
+        idle_timeout=idle_timeout,
+        call_timeout=call_timeout,
+        allowed_hosts=LOOPBACK_HOSTS if token is None and is_loopback(host) else None,
+        mcp_row=mcp_row,
+        **config,
+    )
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
+    )
+
+
+def check_exposure(host: str, token: str | None, allow_unauthenticated: bool) -> None:
+    """Refuse to serve without a token on an address other machines can reach, unless told to."""
+    if token is None and not allow_unauthenticated and not is_loopback(host):
+        raise ValueError(
+            f"refusing to serve on {host} without a token: anyone who can reach it could run the environment's "
+            "tools. Pass --token (or set AGENT_ENV_TOKEN), or --allow-unauthenticated if the network is trusted"
+        )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_row(text: str | None) -> dict[str, Any] | None:
+    """A dataset row from its JSON text (None stays None)."""
+    if text is None:
+        return None
+    try:
+        row = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"--mcp-row must be a JSON object, like '{{\"seed\": 3}}': {error}") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"--mcp-row must be a JSON object, like '{{\"seed\": 3}}', not {text!r}")
+    return row
+
+
+def parse_config(items: Iterable[str]) -> dict[str, Any]:
+    """Environment constructor arguments from `key=value` strings; a value that parses as JSON is that JSON."""
+    config: dict[str, Any] = {}
+    for item in items:
+        key, separator, text = item.partition("=")
+        if not separator or not key.strip().isidentifier():
+            raise ValueError(f"config {item!r} is not key=value (for example bundle=desk-v4)")
+        try:
+            config[key.strip()] = json.loads(text)
+        except ValueError:
+            config[key.strip()] = text
+    return config

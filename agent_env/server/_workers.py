@@ -1,0 +1,138 @@
+"""Daemon worker threads that run environment code off the event loop; a worker stuck past its timeout is replaced.
+
+Not `concurrent.futures.ThreadPoolExecutor`: its threads are joined when the interpreter exits, so one tool that
+never returns would keep a stopped server from exiting. These threads are daemons, and a worker whose job timed
+out is written off: a fresh one takes its place, and the stuck one leaves the pool if it ever finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+_QUEUED, _RUNNING, _DONE, _DROPPED = range(4)
+
+
+class JobTimeoutError(Exception):
+    """A job ran, or waited for a worker, longer than its timeout; its result will be ignored."""
+
+
+class _Job(Generic[T]):
+    __slots__ = ("function", "future", "loop", "state")
+
+    def __init__(self, function: Callable[[], T], loop: asyncio.AbstractEventLoop) -> None:
+        self.function = function
+        self.loop = loop
+        self.future: asyncio.Future[T] = loop.create_future()
+        self.state = _QUEUED
+
+
+class WorkerPool:
+    """`size` daemon threads taking jobs from one queue; `run` awaits a job with a timeout."""
+
+    def __init__(self, size: int, name: str = "agent-env-worker") -> None:
+        self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._name = name
+        self._surplus = 0
+        self._started = 0
+        self._threads: set[threading.Thread] = set()
+        for _ in range(size):
+            self._start_worker()
+
+    async def run(self, function: Callable[[], T], timeout: float | None) -> T:
+        """Run `function` in a worker and return its result.
+
+        Raises:
+            JobTimeoutError: It ran (or waited for a worker) longer than `timeout`.
+            Whatever `function` raised (a `TimeoutError` of its own included).
+        """
+        job = _Job(function, asyncio.get_running_loop())
+        self._jobs.put(job)
+        try:
+            return await asyncio.wait_for(job.future, timeout)
+        except TimeoutError:
+            if not job.future.cancelled():
+                raise
+            self._drop(job)
+            raise JobTimeoutError from None
+        except BaseException:
+            self._drop(job)
+            raise
+
+    def stuck(self) -> int:
+        """How many workers are still running a job that was given up on."""
+        with self._lock:
+            return self._surplus
+
+    def shutdown(self) -> None:
+        """Stop every idle worker; a stuck one is a daemon and dies with the process."""
+        with self._lock:
+            count = len(self._threads)
+        for _ in range(count):
+            self._jobs.put(None)
+
+    def _drop(self, job: _Job[Any]) -> None:
+        with self._lock:
+            if job.state == _QUEUED:
+                job.state = _DROPPED
+            elif job.state == _RUNNING:
+                job.state = _DROPPED
+                self._surplus += 1
+                self._start_worker_locked()
+
+    def _start_worker(self) -> None:
+        with self._lock:
+            self._start_worker_locked()
+
+    def _start_worker_locked(self) -> None:
+        self._started += 1
+        thread = threading.Thread(target=self._work, name=f"{self._name}-{self._started}", daemon=True)
+        self._threads.add(thread)
+        thread.start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                break
+            with self._lock:
+                if job.state == _DROPPED:
+                    continue
+                job.state = _RUNNING
+            try:
+                outcome: tuple[Any, BaseException | None] = (job.function(), None)
+            except BaseException as error:
+                outcome = (None, error)
+            with self._lock:
+                dropped = job.state == _DROPPED
+                job.state = _DONE
+                leave = dropped and self._surplus > 0
+                if leave:
+                    self._surplus -= 1
+            if not dropped:
+                _settle_threadsafe(job, *outcome)
+            if leave:
+                break
+        with self._lock:
+            self._threads.discard(threading.current_thread())
+
+
+def _settle_threadsafe(job: _Job[Any], result: Any, error: BaseException | None) -> None:
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+        job.loop.call_soon_threadsafe(_settle, job.future, result, error)
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)

@@ -1,0 +1,101 @@
+"""`build_app`: one environment served over HTTP, as MCP at `/mcp` and as the control API beside it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Route
+
+from agent_env.environment import Environment
+from agent_env.envs import load_environment
+from agent_env.server._episodes import EpisodeRegistry
+from agent_env.server._guard import RequestGuard
+from agent_env.server._http import ControlApi
+from agent_env.server._limits import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_EPISODES,
+    Limits,
+)
+from agent_env.server._mcp import McpEndpoint
+
+logger = logging.getLogger("agent_env.server")
+
+MCP_PATH = "/mcp"
+
+
+def build_app(
+    environment: str | type[Environment],
+    *,
+    token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_episodes: int | None = DEFAULT_MAX_EPISODES,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    allowed_hosts: Sequence[str] | None = None,
+    mcp_row: Mapping[str, Any] | None = None,
+    **config: Any,
+) -> Starlette:
+    """An ASGI app serving `environment`: MCP (streamable HTTP) at `/mcp`, the control API beside it.
+
+    Every episode is a `LocalSession` on its own environment instance; an MCP session gets one episode (started
+    from `mcp_row` on its first tool call), and the control API opens as many as asked (up to `max_episodes`). The app's lifespan starts the workers and closes
+    every episode on the way out, so run it under a server that runs lifespans (uvicorn does); under
+    `httpx.ASGITransport`, enter `app.router.lifespan_context(app)` first.
+
+    Args:
+        environment: An `Environment` subclass, or a name for `load_environment` (`"gridsim-desk"`,
+            `"package.module:Class"`).
+        token: The bearer token every request but `GET /health` must carry; None serves without auth.
+        max_body_bytes: The largest request body accepted; a larger one gets 413.
+        max_episodes: The most live episodes (and MCP sessions); past it, opening one gets 503. None: no limit.
+        idle_timeout: Seconds an episode may go unused before it is closed and freed; None keeps them.
+        call_timeout: Seconds one reset, tool call or reward may run before it fails and its episode is closed.
+        allowed_hosts: The Host headers answered (`name:*`: any port); others get 421. None answers any.
+        mcp_row: The dataset row an MCP session's episode starts from, unless `POST /episodes` with the session's
+            `Mcp-Session-Id` starts it from another; None is the empty row.
+        **config: Passed to the environment's constructor for every episode.
+
+    Raises:
+        LookupError: `environment` names no environment.
+        TypeError: `environment` is not an `Environment` subclass.
+        ValueError: A limit is out of range.
+    """
+    environment_class = load_environment(environment) if isinstance(environment, str) else environment
+    if not (isinstance(environment_class, type) and issubclass(environment_class, Environment)):
+        raise TypeError(f"build_app serves an Environment subclass or its name, not {environment_class!r}")
+    limits = Limits(
+        token=token,
+        max_body_bytes=max_body_bytes,
+        max_episodes=max_episodes,
+        idle_timeout=idle_timeout,
+        call_timeout=call_timeout,
+        allowed_hosts=tuple(allowed_hosts) if allowed_hosts is not None else None,
+    )
+    episodes = EpisodeRegistry(environment_class, config, limits, mcp_row)
+    mcp = McpEndpoint(episodes, limits)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await episodes.start()
+        try:
+            async with mcp.run():
+                logger.info("agent_env: serving %s", environment_class.__name__)
+                yield
+        finally:
+            await episodes.stop()
+
+    app = Starlette(
+        routes=[*ControlApi(episodes).routes(), Route(MCP_PATH, mcp)],
+        middleware=[Middleware(RequestGuard, limits=limits)],
+        lifespan=lifespan,
+    )
+    app.state.episodes = episodes
+    app.state.limits = limits
+    return app

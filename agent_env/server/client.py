@@ -1,0 +1,233 @@
+"""The client side: `RemoteProvider` and `RemoteSession`, sessions of a served environment over its control API.
+
+Nothing is validated here: arguments go to the server as they are, and its `LocalSession` checks them, so a call
+fails remotely exactly as it fails in process, with the same error class and message. Every request has a
+timeout; a server that cannot be reached, forgets an episode, or does not answer in time raises a `RemoteError`
+subclass that says which.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from agent_env.errors import SessionClosedError
+from agent_env.server.errors import (
+    CallTimeoutError,
+    EpisodeNotFoundError,
+    RemoteError,
+    ServerUnavailableError,
+    error_class,
+)
+from agent_env.session import Session
+
+logger = logging.getLogger("agent_env.server")
+
+
+class RemoteProvider:
+    """Opens sessions of an environment served by `agent-env serve` (or `build_app`); picklable, so it can travel.
+
+    Its state is the URL, the token, the timeout and the environment's name; the HTTP client is made on first use
+    in each process, and shared by every session this provider opens (it is safe across threads).
+
+    Args:
+        url: The server's base URL (`http://127.0.0.1:8000`; a trailing `/mcp` is ignored).
+        token: The server's bearer token, if it has one.
+        timeout: Seconds any request may take before it fails with `CallTimeoutError`; keep it above the server's
+            call timeout, so the server's own, clearer error arrives first.
+        name: The environment's class name; fetched from the server when not given (which checks it is there).
+
+    Raises:
+        RemoteError: `name` was not given and the server could not be asked for it.
+    """
+
+    def __init__(
+        self, url: str, *, token: str | None = None, timeout: float = 30.0, name: str | None = None
+    ) -> None:
+        self.url = base_url(url)
+        self.token = token
+        self.timeout = timeout
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+        self._tools: list[dict[str, Any]] | None = None
+        self.name: str = name if name is not None else self._fetch_listing()
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The served environment's published tools, as the server lists them (fetched once)."""
+        if self._tools is None:
+            self._fetch_listing()
+        assert self._tools is not None
+        return self._tools
+
+    def open(self) -> RemoteSession:
+        """A new session; its server-side episode is opened by the first `reset`."""
+        return RemoteSession(self)
+
+    def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        """The rows of a dataset split, each one a valid `reset(**row)`."""
+        answer = self.request("GET", f"/datasets/{quote(split, safe='')}", action=f"dataset_rows({split!r})")
+        rows: list[dict[str, Any]] = answer["rows"]
+        return rows
+
+    def close(self) -> None:
+        """Close this process's HTTP client; the next request opens another."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def request(self, method: str, path: str, *, body: Any = None, action: str) -> Any:
+        """Send one request to the server and return its JSON answer (None for an empty one).
+
+        Raises:
+            The error the server answered with, as its own class (`ToolArgumentError`, `EpisodeNotFoundError`,
+            ...), `ServerUnavailableError` when the server cannot be reached, `CallTimeoutError` when it does not
+            answer within `timeout`.
+        """
+        try:
+            response = self._http().request(method, self.url + path, json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+            raise ServerUnavailableError(
+                f"{action}: cannot reach the agent_env server at {self.url} ({error or type(error).__name__}); "
+                "is `agent-env serve` running there?"
+            ) from None
+        except httpx.TimeoutException:
+            raise CallTimeoutError(
+                f"{action}: no answer from the agent_env server at {self.url} within {self.timeout:g} s"
+            ) from None
+        except httpx.TransportError as error:
+            raise ServerUnavailableError(
+                f"{action}: the connection to the agent_env server at {self.url} failed: "
+                f"{type(error).__name__}: {error}"
+            ) from None
+        if response.status_code >= 400:
+            raise wire_error(response, action)
+        return response.json() if response.content else None
+
+    def _fetch_listing(self) -> str:
+        listing = self.request("GET", "/tools", action="listing the tools")
+        self._tools = listing["tools"]
+        name: str = listing["environment"]
+        return name
+
+    def _http(self) -> httpx.Client:
+        client = self._client
+        if client is None:
+            with self._lock:
+                if self._client is None:
+                    headers = {"Authorization": f"Bearer {self.token}"} if self.token is not None else {}
+                    self._client = httpx.Client(timeout=httpx.Timeout(self.timeout), headers=headers)
+                client = self._client
+        return client
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self.url, "token": self.token, "timeout": self.timeout, "name": self.name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["url"], token=state["token"], timeout=state["timeout"], name=state["name"])  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"RemoteProvider({self.url!r}, name={self.name!r})"
+
+
+class RemoteSession(Session):
+    """A session on a served environment: one server-side episode, reset again and again, driven over HTTP.
+
+    The first `reset` opens the episode on the server; later ones start the next episode in the same server-side
+    environment instance, as `LocalSession` does in process (or a fresh one if the server has forgotten the old).
+    A call or reward before any `reset` opens the episode without starting it, so the server answers with the
+    very error a `LocalSession` raises. When a call times out or the server has forgotten the episode, this
+    session lets go of it; the next `reset` starts a new one.
+    """
+
+    def __init__(self, provider: RemoteProvider) -> None:
+        self.provider = provider
+        self.episode_id: str | None = None
+        self._closed = False
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self.provider.tools()
+
+    def reset(self, **row: Any) -> str | None:
+        self._require_open()
+        if self.episode_id is not None:
+            try:
+                answer = self.provider.request("POST", self._path("reset"), body=row, action="reset")
+                observation: str | None = answer["observation"]
+                return observation
+            except EpisodeNotFoundError:
+                self.episode_id = None  # idled out or the server restarted: a reset starts afresh anyway
+        answer = self.provider.request("POST", "/episodes", body=row, action="reset")
+        self.episode_id = answer["episode_id"]
+        observation = answer["observation"]
+        return observation
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        result: str = self._episode_request(
+            f"tools/{quote(name, safe='')}", dict(arguments), f"tool '{name}'"
+        )["result"]
+        return result
+
+    def reward(self) -> float:
+        return float(self._episode_request("reward", None, "reward()")["reward"])
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._let_go()
+
+    def _episode_request(self, action_path: str, body: Any, action: str) -> Any:
+        self._require_open()
+        if self.episode_id is None:
+            answer = self.provider.request("POST", "/episodes?reset=false", body={}, action=action)
+            self.episode_id = answer["episode_id"]
+        try:
+            return self.provider.request("POST", self._path(action_path), body=body, action=action)
+        except (CallTimeoutError, EpisodeNotFoundError):
+            self._let_go()
+            raise
+
+    def _path(self, action_path: str) -> str:
+        assert self.episode_id is not None
+        return f"/episodes/{self.episode_id}/{action_path}"
+
+    def _let_go(self) -> None:
+        """Close the server-side episode if there is one, without raising: it may be gone already."""
+        episode_id, self.episode_id = self.episode_id, None
+        if episode_id is None:
+            return
+        try:
+            self.provider.request("DELETE", f"/episodes/{episode_id}", action="close")
+        except RemoteError as error:
+            logger.debug("agent_env: closing episode %s: %s", episode_id, error)
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError("this session is closed; open a new one")
+
+
+def base_url(url: str) -> str:
+    """The server's base URL: no trailing slash, no `/mcp`."""
+    url = url.rstrip("/")
+    return url.removesuffix("/mcp") if url.endswith("/mcp") else url
+
+
+def wire_error(response: httpx.Response, action: str) -> Exception:
+    """The error a server's answer carries, as its own class with its own message."""
+    try:
+        error = response.json()["error"]
+        code, message = str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        return RemoteError(
+            f"{action}: HTTP {response.status_code} from {response.request.url}: {response.text[:200]!r}"
+        )
+    return error_class(code, response.status_code)(message)
+
+
+__all__ = ["RemoteProvider", "RemoteSession"]

@@ -1,0 +1,166 @@
+"""The errors of serving and reaching an environment over HTTP, and the one table that maps each to its wire form.
+
+Every error crosses the wire as `{"error": {"code", "message"}}` with an HTTP status; the client turns the code
+back into the same class with the same message, so a `ToolArgumentError` raised by the server's `LocalSession`
+is a `ToolArgumentError` in the trainer's process too.
+"""
+
+from __future__ import annotations
+
+from agent_env.errors import (
+    AgentEnvError,
+    EpisodeEndedError,
+    EpisodeNotStartedError,
+    EpisodeStateError,
+    SessionClosedError,
+    ToolArgumentError,
+    ToolError,
+    UnknownToolError,
+)
+
+
+class RemoteError(AgentEnvError, ConnectionError):
+    """Talking to a served environment failed for a reason that is not the model's to fix."""
+
+    code = "remote_error"
+
+
+class ServerUnavailableError(RemoteError):
+    """The server cannot be reached, dropped the connection, or is not started."""
+
+    code = "server_unavailable"
+
+
+class ServerError(RemoteError):
+    """The server failed while running environment code (a bug in the environment or the server); see its log."""
+
+    code = "internal_error"
+
+
+class EpisodeNotFoundError(RemoteError, LookupError):
+    """The episode id is unknown: closed, idled out, closed after a timed-out call, or the server restarted."""
+
+    code = "episode_not_found"
+
+
+class CallTimeoutError(RemoteError, TimeoutError):
+    """A call did not finish in time; its episode was closed because its state is unknown."""
+
+    code = "call_timeout"
+
+
+class TooManyEpisodesError(RemoteError):
+    """The server already holds as many live episodes as it allows; close some or wait for idle ones to expire."""
+
+    code = "too_many_episodes"
+
+
+class UnauthorizedError(RemoteError, PermissionError):
+    """The request carries no bearer token, or the wrong one."""
+
+    code = "unauthorized"
+
+
+class RequestTooLargeError(RemoteError, ValueError):
+    """The request body is larger than the server accepts."""
+
+    code = "request_too_large"
+
+
+class InvalidRequestError(RemoteError, ValueError):
+    """The request is malformed: a body that is not a JSON object, or a Host the server does not answer to."""
+
+    code = "invalid_request"
+
+
+class ResetError(RemoteError, ValueError):
+    """The environment could not start an episode from the given dataset row."""
+
+    code = "reset_failed"
+
+
+class DatasetNotFoundError(RemoteError, LookupError):
+    """The environment has no dataset, or no split of that name."""
+
+    code = "dataset_not_found"
+
+
+HTTP_STATUS: dict[type[AgentEnvError], int] = {
+    ToolError: 422,
+    EpisodeStateError: 409,
+    InvalidRequestError: 400,
+    ResetError: 400,
+    UnauthorizedError: 401,
+    EpisodeNotFoundError: 404,
+    DatasetNotFoundError: 404,
+    RequestTooLargeError: 413,
+    ServerError: 500,
+    TooManyEpisodesError: 503,
+    ServerUnavailableError: 503,
+    CallTimeoutError: 504,
+}
+"""The HTTP status of each error class; a subclass takes its nearest listed base's status."""
+
+WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
+    error.code: error
+    for error in (
+        ToolError,
+        ToolArgumentError,
+        UnknownToolError,
+        EpisodeStateError,
+        EpisodeNotStartedError,
+        EpisodeEndedError,
+        SessionClosedError,
+        RemoteError,
+        ServerUnavailableError,
+        ServerError,
+        EpisodeNotFoundError,
+        CallTimeoutError,
+        TooManyEpisodesError,
+        UnauthorizedError,
+        RequestTooLargeError,
+        InvalidRequestError,
+        ResetError,
+        DatasetNotFoundError,
+    )
+}
+"""Every error that can cross the wire, by its stable code."""
+
+
+def http_status(error: AgentEnvError) -> int:
+    """The HTTP status an error is sent with: its class's, or its nearest listed base's (500 if none)."""
+    for cls in type(error).__mro__:
+        if cls in HTTP_STATUS:
+            return HTTP_STATUS[cls]
+    return 500
+
+
+def error_class(code: str, status: int) -> type[AgentEnvError]:
+    """The class to raise for an error read off the wire: by code, else by status (an environment's own
+    `ToolError` subclass arrives as a `ToolError`), else `RemoteError`."""
+    if code in WIRE_ERRORS:
+        return WIRE_ERRORS[code]
+    if status == 422:
+        return ToolError
+    if status == 409:
+        return EpisodeStateError
+    return RemoteError
+
+
+__all__ = [
+    "HTTP_STATUS",
+    "WIRE_ERRORS",
+    "CallTimeoutError",
+    "DatasetNotFoundError",
+    "EpisodeNotFoundError",
+    "InvalidRequestError",
+    "RemoteError",
+    "RequestTooLargeError",
+    "ResetError",
+    "ServerError",
+    "ServerUnavailableError",
+    "TooManyEpisodesError",
+    "UnauthorizedError",
+    "error_class",
+    "http_status",
+]

@@ -1,0 +1,87 @@
+"""`agent-env serve` (`agent_env/cli.py` and `server/_serve.py`): a thin command, and no unauthenticated exposure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import agent_env.server._serve as serve_module
+from agent_env.cli import app
+from agent_env.server._serve import check_exposure, is_loopback, parse_config, parse_row
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def served(monkeypatch) -> dict[str, Any]:
+    """What `serve` was asked to do, instead of doing it."""
+    calls: dict[str, Any] = {}
+
+    def fake_serve(environment: str, **options: Any) -> None:
+        check_exposure(options["host"], options["token"], options["allow_unauthenticated"])
+        calls.update(environment=environment, **options)
+
+    monkeypatch.setattr(serve_module, "serve", fake_serve)
+    return calls
+
+
+def test_serve_passes_its_options_through(served, monkeypatch):
+    monkeypatch.delenv("AGENT_ENV_TOKEN", raising=False)
+    result = runner.invoke(
+        app,
+        ["serve", "gridsim-desk", "--port", "9001", "--max-episodes", "8", "--call-timeout", "2.5",
+         "-c", "bundle=desk-v4", "-c", "limit=3", "--mcp-row", '{"seed": 7}'],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert served["environment"] == "gridsim-desk"
+    assert (served["host"], served["port"], served["token"]) == ("127.0.0.1", 9001, None)
+    assert (served["max_episodes"], served["call_timeout"], served["idle_timeout"]) == (8, 2.5, 600.0)
+    assert (served["bundle"], served["limit"], served["mcp_row"]) == ("desk-v4", 3, {"seed": 7})
+
+
+def test_serve_refuses_a_public_host_without_a_token(served, monkeypatch):
+    monkeypatch.delenv("AGENT_ENV_TOKEN", raising=False)
+    result = runner.invoke(app, ["serve", "--host", "0.0.0.0"])
+    assert result.exit_code == 2
+    assert "refusing to serve on 0.0.0.0 without a token" in result.output
+    assert not served
+
+
+def test_a_public_host_is_served_with_a_token_from_the_environment_or_when_allowed(served, monkeypatch):
+    monkeypatch.setenv("AGENT_ENV_TOKEN", "tok")
+    assert runner.invoke(app, ["serve", "--host", "0.0.0.0"]).exit_code == 0
+    assert served["token"] == "tok"
+    monkeypatch.delenv("AGENT_ENV_TOKEN")
+    assert runner.invoke(app, ["serve", "--host", "10.0.0.5", "--allow-unauthenticated"]).exit_code == 0
+
+
+def test_a_bad_config_is_reported_without_a_traceback(served):
+    result = runner.invoke(app, ["serve", "-c", "no-equals-sign"])
+    assert result.exit_code == 2
+    assert "config 'no-equals-sign' is not key=value" in result.output
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [("127.0.0.1", True), ("127.1.2.3", True), ("localhost", True), ("::1", True), ("[::1]", True),
+     ("0.0.0.0", False), ("::", False), ("192.168.1.4", False), ("example.com", False)],
+)  # fmt: skip
+def test_loopback_hosts_are_told_apart(host, loopback):
+    assert is_loopback(host) is loopback
+
+
+def test_config_values_parse_as_json_when_they_can():
+    assert parse_config(["a=1", "b=desk-v4", "c=[1, 2]", "d=true", "e="]) == {
+        "a": 1, "b": "desk-v4", "c": [1, 2], "d": True, "e": "",
+    }  # fmt: skip
+    assert parse_row(None) is None
+    with pytest.raises(ValueError, match="--mcp-row must be a JSON object"):
+        parse_row("[1]")
+
+
+def test_the_command_lists_serve():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert "serve" in result.output

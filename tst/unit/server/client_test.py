@@ -1,0 +1,236 @@
+"""The client side (`client.py`): a `RemoteSession` behaves as a `LocalSession` does, error for error, and every
+failure of the network is a typed error that arrives in bounded time."""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from agent_env import AgentEnv
+from agent_env.errors import AgentEnvError
+from agent_env.server import (
+    CallTimeoutError,
+    EpisodeNotFoundError,
+    RemoteError,
+    RemoteProvider,
+    RemoteSession,
+    ServerUnavailableError,
+    UnauthorizedError,
+)
+from agent_env.server.app import build_app
+from agent_env.server.client import base_url, wire_error
+from agent_env.session import LocalSession, Session
+
+from .running import running
+from .toy import RELEASE, ToyDesk
+
+Step = Callable[[Session], Any]
+
+SCRIPTS: dict[str, list[Step]] = {
+    "a good episode": [
+        lambda s: s.reset(seed=2),
+        lambda s: s.call_tool("add", {"amount": 5}),
+        lambda s: s.call_tool("submit", {"offers": [{"hour": 3, "mw": 1.5}]}),
+        lambda s: s.call_tool("echo", {"text": "ünïcode"}),
+        lambda s: s.reward(),
+    ],
+    "bad nested arguments": [
+        lambda s: s.reset(),
+        lambda s: s.call_tool("submit", {"offers": [{"hour": 0, "mw": "lots"}, {"price": 1}]}),
+    ],
+    "an unknown tool": [lambda s: s.reset(), lambda s: s.call_tool("sell_everything", {"now": True})],
+    "a rule the schema cannot say": [
+        lambda s: s.reset(),
+        lambda s: s.call_tool("submit", {"offers": [{"hour": 1, "mw": 1}, {"hour": 1, "mw": 1}]}),
+    ],
+    "a call before reset": [lambda s: s.call_tool("add", {"amount": 1})],
+    "a reward before reset": [lambda s: s.reward()],
+    "a call after end_turn": [
+        lambda s: s.reset(),
+        lambda s: s.call_tool("end_turn", {}),
+        lambda s: s.call_tool("add", {"amount": 1}),
+    ],
+    "a second reward": [lambda s: s.reset(seed=1), lambda s: s.reward(), lambda s: s.reward()],
+    "episodes one after another": [
+        lambda s: s.reset(seed=1),
+        lambda s: s.call_tool("add", {"amount": 1}),
+        lambda s: s.reward(),
+        lambda s: s.reset(seed=10),
+        lambda s: s.call_tool("add", {"amount": 1}),
+        lambda s: s.reward(),
+    ],
+    "use after close": [
+        lambda s: s.reset(),
+        lambda s: s.close(),
+        lambda s: s.call_tool("add", {"amount": 1}),
+    ],
+    "reset after close": [lambda s: s.close(), lambda s: s.close(), lambda s: s.reset()],
+}
+
+
+def play(session: Session, script: list[Step]) -> list[Any]:
+    outcomes: list[Any] = []
+    for step in script:
+        try:
+            outcomes.append(("ok", step(session)))
+        except AgentEnvError as error:
+            outcomes.append((type(error), str(error)))
+            break
+    return outcomes
+
+
+@pytest.fixture(scope="module")
+def provider(served_toy) -> RemoteProvider:
+    _, url = served_toy
+    return RemoteProvider(url)
+
+
+@pytest.mark.parametrize("script", SCRIPTS.values(), ids=SCRIPTS.keys())
+def test_a_remote_session_answers_as_a_local_one_error_for_error(provider, script):
+    assert play(provider.open(), script) == play(LocalSession(ToyDesk()), script)
+
+
+def test_the_provider_names_and_lists_the_served_environment(provider, served_toy):
+    _, url = served_toy
+    assert provider.name == "ToyDesk"
+    assert provider.tools() == ToyDesk.tools.published
+    assert provider.dataset_rows("train") == [{"seed": 0}, {"seed": 1}, {"seed": 2}]
+    assert RemoteProvider(f"{url}/mcp/").url == url
+    assert base_url("http://h:1/") == "http://h:1"
+
+
+def test_reset_reuses_the_server_episode(provider, served_toy):
+    app, _ = served_toy
+    session = provider.open()
+    session.reset(seed=1)
+    first = session.episode_id
+    session.reset(seed=2)
+    assert session.episode_id == first
+    live = app.state.episodes.count()
+    session.close()
+    assert app.state.episodes.count() == live - 1
+
+
+def test_a_provider_pickles_without_its_http_client(provider):
+    provider.tools()
+    copy = pickle.loads(pickle.dumps(provider))
+    assert (copy.url, copy.token, copy.timeout, copy.name) == (provider.url, None, 30.0, "ToyDesk")
+    assert copy._client is None
+    session = copy.open()
+    assert session.reset(seed=4) == "counter starts at 4"
+    session.close()
+
+
+def test_agent_env_connect_gives_a_picklable_factory_whose_environments_reach_the_server(served_toy):
+    _, url = served_toy
+    env = AgentEnv.connect(url)
+    assert repr(env) == "AgentEnv('ToyDesk')"
+    factory = pickle.loads(pickle.dumps(env.factory))
+    environment = factory()
+    assert environment.reset(seed=2) == "counter starts at 2"
+    assert environment.add(amount=3) == "total 5"
+    assert dict(environment.submit)["function"]["parameters"] == ToyDesk.tools["submit"].input_schema
+    assert environment.get_reward() == 5.0
+    assert env.dataset("train").to_list() == [{"seed": 0}, {"seed": 1}, {"seed": 2}]
+
+
+def test_an_episode_the_server_forgot_raises_episode_not_found_and_the_next_reset_starts_afresh():
+    app = build_app(ToyDesk)
+    with running(app) as url:
+        port = urlsplit(url).port
+        session = RemoteProvider(url, timeout=5).open()
+        session.reset(seed=1)
+    with running(build_app(ToyDesk), port=port):  # the server restarted: its episodes are gone
+        with pytest.raises(
+            EpisodeNotFoundError, match="expired or unknown: it was closed, idled out after 600 s"
+        ):
+            session.call_tool("add", {"amount": 1})
+        assert session.reset(seed=7) == "counter starts at 7"
+        assert session.call_tool("add", {"amount": 1}) == "total 8"
+
+
+def test_an_idled_out_episode_is_replaced_by_the_next_reset():
+    with running(build_app(ToyDesk, idle_timeout=0.2)) as url:
+        session = RemoteProvider(url).open()
+        session.reset(seed=1)
+        first = session.episode_id
+        time.sleep(0.5)
+        assert session.reset(seed=3) == "counter starts at 3"
+        assert session.episode_id != first
+        assert session.call_tool("add", {"amount": 1}) == "total 4"
+
+
+def test_a_server_that_is_gone_raises_server_unavailable_at_once():
+    with running(build_app(ToyDesk)) as url:
+        provider = RemoteProvider(url, timeout=5)
+        session = provider.open()
+        session.reset()
+    started = time.monotonic()
+    with pytest.raises(ServerUnavailableError, match="cannot reach the agent_env server at"):
+        session.call_tool("add", {"amount": 1})
+    with pytest.raises(ServerUnavailableError, match="is `agent-env serve` running there"):
+        RemoteProvider(url, timeout=5)
+    session.close()  # closing never raises
+    assert time.monotonic() - started < 3
+    assert isinstance(ServerUnavailableError("x"), ConnectionError)
+
+
+def test_a_call_the_server_does_not_answer_in_time_raises_call_timeout_and_lets_the_episode_go():
+    app = build_app(ToyDesk, call_timeout=10)
+    with running(app) as url:
+        session = RemoteProvider(url, timeout=0.3).open()
+        session.reset()
+        started = time.monotonic()
+        with pytest.raises(
+            CallTimeoutError, match=r"tool 'hang': no answer from the agent_env server at .* 0.3 s"
+        ):
+            session.call_tool("hang", {"seconds": 30})
+        assert time.monotonic() - started < 2
+        assert session.episode_id is None
+        assert app.state.episodes.count() == 0
+        RELEASE.set()  # the server's worker is still in the call; let it finish so the server stops at once
+
+
+def test_a_call_past_the_server_timeout_raises_call_timeout_with_the_server_message():
+    with running(build_app(ToyDesk, call_timeout=0.3)) as url:
+        session = RemoteProvider(url).open()
+        session.reset()
+        with pytest.raises(
+            CallTimeoutError, match="tool 'hang' did not finish within the server's call timeout"
+        ):
+            session.call_tool("hang", {"seconds": 30})
+        assert session.reset(seed=1) == "counter starts at 1"
+
+
+def test_the_token_is_sent_and_a_wrong_one_is_refused():
+    with running(build_app(ToyDesk, token="tok")) as url:
+        assert RemoteProvider(url, token="tok").open().reset(seed=1) == "counter starts at 1"
+        with pytest.raises(UnauthorizedError, match="missing or wrong bearer token"):
+            RemoteProvider(url, token="nope")
+    provider = RemoteProvider(url, token="tok", name="ToyDesk")
+    assert "tok" not in repr(provider) and "tok" not in repr(
+        pickle.loads(pickle.dumps(provider)).__dict__.get("_client")
+    )
+
+
+def test_an_answer_that_is_not_the_wire_form_is_a_remote_error():
+    request = httpx.Request("GET", "http://h/tools")
+    error = wire_error(
+        httpx.Response(502, text="<html>bad gateway</html>", request=request), "listing the tools"
+    )
+    assert type(error) is RemoteError
+    assert str(error) == "listing the tools: HTTP 502 from http://h/tools: '<html>bad gateway</html>'"
+    own = wire_error(
+        httpx.Response(422, json={"error": {"code": "offer_rule", "message": "m"}}, request=request), "x"
+    )
+    assert (type(own).__name__, str(own)) == ("ToolError", "m")
+
+
+def test_remote_session_is_a_session():
+    assert issubclass(RemoteSession, Session)

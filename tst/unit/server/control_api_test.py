@@ -1,0 +1,199 @@
+"""The control API (`_http.py`) in process: episodes open, run, score and close, and every error has its wire form."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_env.errors import ToolArgumentError
+from agent_env.session import LocalSession
+
+from .toy import ToyDesk
+
+pytestmark = pytest.mark.anyio
+
+BAD_OFFERS = {"offers": [{"hour": 30, "mw": -1}]}
+
+
+def in_process_error(name: str, arguments: dict) -> str:
+    session = LocalSession(ToyDesk())
+    session.reset()
+    with pytest.raises(ToolArgumentError) as caught:
+        session.call_tool(name, arguments)
+    return str(caught.value)
+
+
+async def open_episode(client, row=None) -> str:
+    answer = await client.post("/episodes", json=row or {})
+    assert answer.status_code == 201, answer.text
+    return answer.json()["episode_id"]
+
+
+async def test_health_answers_ok(control):
+    client = await control()
+    answer = await client.get("/health")
+    assert (answer.status_code, answer.json()) == (200, {"status": "ok"})
+
+
+async def test_tools_lists_the_published_schemas_byte_for_byte(control):
+    client = await control()
+    answer = await client.get("/tools")
+    listing = json.loads(answer.content)
+    assert listing["environment"] == "ToyDesk"
+    assert json.dumps(listing["tools"]) == json.dumps(ToyDesk.tools.published)
+
+
+async def test_an_episode_opens_runs_scores_and_closes(control):
+    client = await control()
+    opened = await client.post("/episodes", json={"seed": 3})
+    assert opened.status_code == 201
+    assert opened.json()["observation"] == "counter starts at 3"
+    episode = opened.json()["episode_id"]
+    called = await client.post(f"/episodes/{episode}/tools/add", json={"amount": 4})
+    assert called.json() == {"result": "total 7"}
+    nested = await client.post(f"/episodes/{episode}/tools/submit", json={"offers": [{"hour": 7, "mw": 5}]})
+    assert json.loads(nested.json()["result"]) == {"accepted": 1, "mw": 5.0}
+    assert (await client.post(f"/episodes/{episode}/tools/echo", json={"text": "hi"})).json() == {
+        "result": "hi"
+    }
+    assert (await client.post(f"/episodes/{episode}/reward")).json() == {"reward": 7.0}
+    assert (await client.delete(f"/episodes/{episode}")).status_code == 204
+    gone = await client.post(f"/episodes/{episode}/reward")
+    assert gone.status_code == 404
+    assert gone.json()["error"]["code"] == "episode_not_found"
+
+
+async def test_reset_starts_the_next_episode_on_the_same_instance(control):
+    client = await control()
+    episode = await open_episode(client, {"seed": 1})
+    await client.post(f"/episodes/{episode}/tools/end_turn")
+    again = await client.post(f"/episodes/{episode}/reset", json={"seed": 5})
+    assert again.json() == {"episode_id": episode, "observation": "counter starts at 5"}
+    assert (await client.post(f"/episodes/{episode}/tools/add", json={"amount": 1})).json() == {
+        "result": "total 6"
+    }
+
+
+async def test_two_episodes_do_not_see_each_others_state(control):
+    client = await control()
+    first, second = await open_episode(client, {"seed": 10}), await open_episode(client, {"seed": 20})
+    await client.post(f"/episodes/{first}/tools/add", json={"amount": 1})
+    await client.post(f"/episodes/{second}/tools/add", json={"amount": 100})
+    assert (await client.post(f"/episodes/{first}/reward")).json() == {"reward": 11.0}
+    assert (await client.post(f"/episodes/{second}/reward")).json() == {"reward": 120.0}
+
+
+async def test_bad_nested_arguments_get_422_with_the_in_process_message(control):
+    client = await control()
+    episode = await open_episode(client)
+    answer = await client.post(f"/episodes/{episode}/tools/submit", json=BAD_OFFERS)
+    assert answer.status_code == 422
+    assert answer.json() == {
+        "error": {"code": "invalid_arguments", "message": in_process_error("submit", BAD_OFFERS)}
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "code", "message"),
+    [
+        (
+            "tools/nope",
+            422,
+            "unknown_tool",
+            'unknown tool "nope"; the tools are: add, submit, echo, sleep, hang, crash',
+        ),
+        ("tools/submit", 422, "tool_error", "offers[*].hour: each hour may be offered once"),
+    ],
+)
+async def test_tool_errors_get_422_with_their_code(control, path, status, code, message):
+    client = await control()
+    episode = await open_episode(client)
+    body = {"offers": [{"hour": 1, "mw": 1}, {"hour": 1, "mw": 2}]} if path == "tools/submit" else {}
+    answer = await client.post(f"/episodes/{episode}/{path}", json=body)
+    assert answer.status_code == status
+    assert answer.json()["error"]["code"] == code
+    assert answer.json()["error"]["message"].startswith(message)
+
+
+async def test_episode_state_errors_get_409(control):
+    client = await control()
+    unstarted = (await client.post("/episodes?reset=false")).json()
+    assert unstarted["observation"] is None
+    early = await client.post(f"/episodes/{unstarted['episode_id']}/tools/add", json={"amount": 1})
+    assert (early.status_code, early.json()["error"]["code"]) == (409, "episode_not_started")
+    episode = await open_episode(client)
+    await client.post(f"/episodes/{episode}/tools/end_turn")
+    late = await client.post(f"/episodes/{episode}/tools/add", json={"amount": 1})
+    assert (late.status_code, late.json()["error"]["code"]) == (409, "episode_ended")
+
+
+async def test_a_tool_that_crashes_gets_500_and_the_episode_lives_on(control):
+    client = await control()
+    episode = await open_episode(client)
+    crashed = await client.post(f"/episodes/{episode}/tools/crash")
+    assert crashed.status_code == 500
+    assert crashed.json()["error"] == {
+        "code": "internal_error",
+        "message": "tool 'crash' failed on the server: KeyError: 'boom'",
+    }
+    assert (await client.post(f"/episodes/{episode}/tools/add", json={"amount": 1})).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"[1, 2]", "the body must be a JSON object (the tool's arguments), not a JSON array"),
+        (b"{nope", "the body must be a JSON object (the tool's arguments); it is not JSON"),
+    ],
+)
+async def test_a_body_that_is_not_a_json_object_gets_400(control, content, message):
+    client = await control()
+    episode = await open_episode(client)
+    answer = await client.post(f"/episodes/{episode}/tools/add", content=content)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "invalid_request"
+    assert answer.json()["error"]["message"].startswith(message)
+
+
+async def test_a_row_reset_cannot_take_gets_400_and_opens_nothing(control):
+    client = await control()
+    extra = await client.post("/episodes", json={"seed": 1, "prompt": [{"role": "user", "content": "hi"}]})
+    assert extra.status_code == 201  # reset(**row) takes the keys it needs and ignores the rest
+    broken = await client.post("/episodes", json={"seed": "three"})
+    assert broken.status_code == 400
+    assert broken.json()["error"] == {
+        "code": "reset_failed",
+        "message": "ToyDesk.reset could not start an episode from this row: TypeError: seed must be an integer, "
+        "not 'three'",
+    }
+    assert client.app.state.episodes.count() == 1
+
+
+async def test_unknown_episode_gets_404_saying_it_expired_or_is_unknown(control):
+    client = await control()
+    for answer in [
+        await client.post("/episodes/abc/tools/add", json={"amount": 1}),
+        await client.post("/episodes/abc/reward"),
+        await client.post("/episodes/abc/reset", json={}),
+        await client.delete("/episodes/abc"),
+    ]:
+        assert answer.status_code == 404
+        assert answer.json()["error"]["code"] == "episode_not_found"
+        assert answer.json()["error"]["message"].startswith(
+            "episode 'abc' expired or unknown: it was closed, idled out"
+        )
+
+
+async def test_datasets_list_rows_and_unknown_splits_get_404(control):
+    client = await control()
+    assert (await client.get("/datasets/train")).json() == {
+        "split": "train",
+        "rows": [{"seed": 0}, {"seed": 1}, {"seed": 2}],
+    }
+    missing = await client.get("/datasets/test")
+    assert missing.status_code == 404
+    assert missing.json()["error"] == {
+        "code": "dataset_not_found",
+        "message": "no dataset split 'test': ToyDesk has only a 'train' split, not 'test'",
+    }
