@@ -14,8 +14,7 @@ import contextlib
 import logging
 import time
 import uuid
-import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -55,31 +54,14 @@ class Episode:
     closed: bool = False
 
 
-@dataclass(eq=False)
-class McpBinding:
-    """The episode an MCP session acts on."""
-
-    episode_id: str
-    last_used: float = field(default_factory=time.monotonic)
-
-
 class EpisodeRegistry:
     """The live episodes of one environment class and configuration, under one server's limits."""
 
-    def __init__(
-        self,
-        environment: type[Environment],
-        config: Mapping[str, Any],
-        limits: Limits,
-        mcp_row: Mapping[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, environment: type[Environment], config: Mapping[str, Any], limits: Limits) -> None:
         self.environment = environment
         self.config = dict(config)
         self.limits = limits
-        self.mcp_row = dict(mcp_row or {})
         self._episodes: dict[str, Episode] = {}
-        self._mcp: dict[str, McpBinding] = {}
-        self._mcp_opening: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._datasets: dict[str, list[dict[str, Any]]] = {}
         self._workers: WorkerPool | None = None
         self._reaper: asyncio.Task[None] | None = None
@@ -111,7 +93,6 @@ class EpisodeRegistry:
             self._reaper = None
         for episode in list(self._episodes.values()):
             self._discard(episode)
-        self._mcp.clear()
         if self._workers is not None:
             self._workers.shutdown()
             self._workers = None
@@ -147,33 +128,19 @@ class EpisodeRegistry:
         async with self._use(episode_id) as episode:
             session = _session(episode)
             action = f"tool '{name}'"
-            try:
+            with _failures_reported(action, episode):
                 if session.is_async(name):
                     return await self._await(episode, session.acall_tool(name, arguments), action)
                 return await self._run(episode, partial(session.call_tool, name, arguments), action)
-            except AgentEnvError:
-                raise
-            except Exception as error:
-                logger.exception("agent_env: %s failed in episode %s", action, episode.id)
-                raise ServerError(
-                    f"{action} failed on the server: {type(error).__name__}: {error}"
-                ) from error
 
     async def reward(self, episode_id: str) -> float:
         """The episode's reward, ending it first if it is still running."""
         async with self._use(episode_id) as episode:
-            try:
+            with _failures_reported("reward()", episode):
                 return await self._run(episode, _session(episode).reward, "reward()")
-            except AgentEnvError:
-                raise
-            except Exception as error:
-                logger.exception("agent_env: reward() failed in episode %s", episode.id)
-                raise ServerError(
-                    f"reward() failed on the server: {type(error).__name__}: {error}"
-                ) from error
 
     def close(self, episode_id: str) -> None:
-        """Close an episode and free it; a call still running on it finishes, and its result is dropped."""
+        """Close an episode and free it; a call already running on it still answers, and nothing more runs on it."""
         episode = self._episodes.get(episode_id)
         if episode is None:
             raise EpisodeNotFoundError(self._not_found(episode_id))
@@ -196,47 +163,17 @@ class EpisodeRegistry:
             self._datasets[split] = rows
         return self._datasets[split]
 
-    async def mcp_episode(self, mcp_session_id: str) -> str:
-        """The episode an MCP session acts on; its first call opens one, reset from `mcp_row`."""
-        opening = self._mcp_opening.setdefault(mcp_session_id, asyncio.Lock())
-        async with opening:
-            binding = self._mcp.get(mcp_session_id)
-            if binding is None:
-                episode_id, _ = await self.open(self.mcp_row)
-                binding = self._mcp[mcp_session_id] = McpBinding(episode_id)
-        binding.last_used = time.monotonic()
-        return binding.episode_id
-
-    async def open_for_mcp(
-        self, mcp_session_id: str, row: Mapping[str, Any] | None
-    ) -> tuple[str, str | None]:
-        """A new episode reset from `row` that the MCP session acts on from now on; its previous one is closed."""
-        episode_id, observation = await self.open(row)
-        previous = self._mcp.get(mcp_session_id)
-        self._mcp[mcp_session_id] = McpBinding(episode_id)
-        if previous is not None and previous.episode_id in self._episodes:
-            self.close(previous.episode_id)
-        return episode_id, observation
-
-    def end_mcp(self, mcp_session_id: str) -> None:
-        """The MCP session ended: close its episode."""
-        binding = self._mcp.pop(mcp_session_id, None)
-        if binding is not None and binding.episode_id in self._episodes:
-            self.close(binding.episode_id)
+    def is_live(self, episode_id: str) -> bool:
+        """Whether an episode is open (it may still be idle past the timeout, until someone asks for it)."""
+        return episode_id in self._episodes
 
     def reap(self) -> None:
-        """Close every episode idle past the idle timeout, and forget MCP sessions idle as long (the SDK has
-        ended those sessions by then)."""
+        """Close every episode idle past the idle timeout."""
         now = time.monotonic()
         for episode in list(self._episodes.values()):
             if self._expired(episode, now):
                 logger.info("agent_env: episode %s idled out", episode.id)
                 self._discard(episode)
-        idle = self.limits.idle_timeout
-        if idle is not None:
-            for mcp_session_id, binding in list(self._mcp.items()):
-                if now - binding.last_used > idle and binding.episode_id not in self._episodes:
-                    del self._mcp[mcp_session_id]
 
     async def _build(self, episode: Episode) -> LocalSession:
         def build() -> LocalSession:
@@ -268,10 +205,17 @@ class EpisodeRegistry:
             ) from error
 
     async def _run(self, episode: Episode, function: Callable[[], T], action: str) -> T:
+        workers = self._workers_or_raise()
         try:
-            return await self._workers_or_raise().run(function, self.limits.call_timeout)
+            return await workers.run(function, self.limits.call_timeout)
         except JobTimeoutError:
             self._discard(episode)
+            logger.warning(
+                "agent_env: %s timed out in episode %s; %d worker threads are stuck in timed-out calls",
+                action,
+                episode.id,
+                workers.stuck(),
+            )
             raise CallTimeoutError(self._timed_out(action, episode)) from None
         except asyncio.CancelledError:
             self._discard(episode)
@@ -364,6 +308,18 @@ class EpisodeRegistry:
         while True:
             await asyncio.sleep(interval)
             self.reap()
+
+
+@contextlib.contextmanager
+def _failures_reported(action: str, episode: Episode) -> Iterator[None]:
+    """Let agent_env errors through; turn anything else the environment raised (a bug) into a `ServerError`."""
+    try:
+        yield
+    except AgentEnvError:
+        raise
+    except Exception as error:
+        logger.exception("agent_env: %s failed in episode %s", action, episode.id)
+        raise ServerError(f"{action} failed on the server: {type(error).__name__}: {error}") from error
 
 
 def _session(episode: Episode) -> LocalSession:

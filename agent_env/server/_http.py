@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agent_env.errors import AgentEnvError
+from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server.errors import InvalidRequestError, ServerError, http_status
 
@@ -52,8 +53,9 @@ def answered(endpoint: Endpoint) -> Endpoint:
 class ControlApi:
     """The HTTP routes that drive episodes of one registry."""
 
-    def __init__(self, episodes: EpisodeRegistry) -> None:
+    def __init__(self, episodes: EpisodeRegistry, sessions: SessionEpisodes) -> None:
         self.episodes = episodes
+        self.sessions = sessions
         listing = {"environment": episodes.environment.__name__, "tools": episodes.tools()}
         self._tool_listing = json.dumps(listing, ensure_ascii=False, separators=(",", ":")).encode()
 
@@ -71,8 +73,8 @@ class ControlApi:
         ]
 
     async def health(self, request: Request) -> Response:
-        """`GET /health`: 200 while the server runs; needs no token."""
-        return JSONResponse({"status": "ok"})
+        """`GET /health`: 200 and the number of live episodes while the server runs; needs no token."""
+        return JSONResponse({"status": "ok", "episodes": self.episodes.count()})
 
     async def tools(self, request: Request) -> Response:
         """`GET /tools`: the environment's class name and its published tools, exactly as in process."""
@@ -90,7 +92,7 @@ class ControlApi:
         start = request.query_params.get("reset", "true").lower() != "false"
         mcp_session_id = request.headers.get(MCP_SESSION_HEADER)
         if mcp_session_id:
-            episode_id, observation = await self.episodes.open_for_mcp(mcp_session_id, row if start else None)
+            episode_id, observation = await self.sessions.open(mcp_session_id, row if start else None)
         else:
             episode_id, observation = await self.episodes.open(row if start else None)
         return JSONResponse({"episode_id": episode_id, "observation": observation}, status_code=201)

@@ -28,6 +28,7 @@ from starlette.types import Receive, Scope, Send
 
 from agent_env import __version__
 from agent_env.errors import AgentEnvError, EpisodeStateError, ToolError
+from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._http import MCP_SESSION_HEADER, error_response
 from agent_env.server._limits import Limits
@@ -47,7 +48,7 @@ INSTRUCTIONS = (
 )
 
 
-def mcp_server(episodes: EpisodeRegistry) -> Server[Any]:
+def mcp_server(episodes: EpisodeRegistry, sessions: SessionEpisodes) -> Server[Any]:
     """The low-level MCP server of one registry: `tools/list`, `tools/call`, and a handshake-only discover."""
     name = episodes.environment.__name__
     published = episodes.tools()
@@ -66,7 +67,7 @@ def mcp_server(episodes: EpisodeRegistry) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         mcp_session_id = _mcp_session_id(ctx)
-        episode_id = await _episode_for(episodes, mcp_session_id)
+        episode_id = await _episode_for(sessions, mcp_session_id)
         try:
             text = await episodes.call(episode_id, params.name, params.arguments or {})
         except MODEL_ERRORS as error:
@@ -120,10 +121,10 @@ class PublishedSchemas:
 class McpEndpoint:
     """The ASGI app at `/mcp`; its SDK session manager lives for one run of the server's lifespan."""
 
-    def __init__(self, episodes: EpisodeRegistry, limits: Limits) -> None:
-        self.episodes = episodes
+    def __init__(self, episodes: EpisodeRegistry, sessions: SessionEpisodes, limits: Limits) -> None:
+        self.sessions = sessions
         self.limits = limits
-        self.server = mcp_server(episodes)
+        self.server = mcp_server(episodes, sessions)
         self._manager: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
@@ -142,6 +143,7 @@ class McpEndpoint:
                 yield
             finally:
                 self._manager = None
+                self.sessions.clear()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
@@ -153,7 +155,7 @@ class McpEndpoint:
         if scope.get("method") == "DELETE":
             mcp_session_id = Headers(scope=scope).get(MCP_SESSION_HEADER)
             if mcp_session_id:
-                self.episodes.end_mcp(mcp_session_id)
+                self.sessions.end(mcp_session_id)
 
 
 def _mcp_session_id(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -170,9 +172,9 @@ def _mcp_session_id(ctx: ServerRequestContext[Any, Any]) -> str:
     return str(mcp_session_id)
 
 
-async def _episode_for(episodes: EpisodeRegistry, mcp_session_id: str) -> str:
+async def _episode_for(sessions: SessionEpisodes, mcp_session_id: str) -> str:
     try:
-        return await episodes.mcp_episode(mcp_session_id)
+        return await sessions.episode_for(mcp_session_id)
     except ResetError as error:
         raise MCPError(
             code=types.INTERNAL_ERROR,

@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from agent_env.environment import Environment
 from agent_env.envs import load_environment
+from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._guard import RequestGuard
 from agent_env.server._http import ControlApi
@@ -45,9 +46,9 @@ def build_app(
     """An ASGI app serving `environment`: MCP (streamable HTTP) at `/mcp`, the control API beside it.
 
     Every episode is a `LocalSession` on its own environment instance; an MCP session gets one episode (started
-    from `mcp_row` on its first tool call), and the control API opens as many as asked (up to `max_episodes`). The app's lifespan starts the workers and closes
-    every episode on the way out, so run it under a server that runs lifespans (uvicorn does); under
-    `httpx.ASGITransport`, enter `app.router.lifespan_context(app)` first.
+    from `mcp_row` on its first tool call), and the control API opens as many as asked (up to `max_episodes`).
+    The app's lifespan starts the workers and closes every episode on the way out, so run it under a server that
+    runs lifespans (uvicorn does); under `httpx.ASGITransport`, enter `app.router.lifespan_context(app)` first.
 
     Args:
         environment: An `Environment` subclass, or a name for `load_environment` (`"gridsim-desk"`,
@@ -78,8 +79,9 @@ def build_app(
         call_timeout=call_timeout,
         allowed_hosts=tuple(allowed_hosts) if allowed_hosts is not None else None,
     )
-    episodes = EpisodeRegistry(environment_class, config, limits, mcp_row)
-    mcp = McpEndpoint(episodes, limits)
+    episodes = EpisodeRegistry(environment_class, config, limits)
+    sessions = SessionEpisodes(episodes, mcp_row)
+    mcp = McpEndpoint(episodes, sessions, limits)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -92,7 +94,7 @@ def build_app(
             await episodes.stop()
 
     app = Starlette(
-        routes=[*ControlApi(episodes).routes(), Route(MCP_PATH, mcp)],
+        routes=[*ControlApi(episodes, sessions).routes(), Route(MCP_PATH, mcp)],
         middleware=[Middleware(RequestGuard, limits=limits)],
         lifespan=lifespan,
     )

@@ -9,6 +9,7 @@ subclass that says which.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -53,6 +54,7 @@ class RemoteProvider:
         self.token = token
         self.timeout = timeout
         self._client: httpx.Client | None = None
+        self._client_pid = 0
         self._lock = threading.Lock()
         self._tools: list[dict[str, Any]] | None = None
         self.name: str = name if name is not None else self._fetch_listing()
@@ -117,11 +119,12 @@ class RemoteProvider:
 
     def _http(self) -> httpx.Client:
         client = self._client
-        if client is None:
+        if client is None or self._client_pid != os.getpid():  # a forked child makes its own connections
             with self._lock:
-                if self._client is None:
+                if self._client is None or self._client_pid != os.getpid():
                     headers = {"Authorization": f"Bearer {self.token}"} if self.token is not None else {}
                     self._client = httpx.Client(timeout=httpx.Timeout(self.timeout), headers=headers)
+                    self._client_pid = os.getpid()
                 client = self._client
         return client
 
@@ -129,7 +132,8 @@ class RemoteProvider:
         return {"url": self.url, "token": self.token, "timeout": self.timeout, "name": self.name}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"], token=state["token"], timeout=state["timeout"], name=state["name"])  # type: ignore[misc]
+        url, token, timeout, name = state["url"], state["token"], state["timeout"], state["name"]
+        self.__init__(url, token=token, timeout=timeout, name=name)  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"RemoteProvider({self.url!r}, name={self.name!r})"

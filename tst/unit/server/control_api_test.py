@@ -30,10 +30,11 @@ async def open_episode(client, row=None) -> str:
     return answer.json()["episode_id"]
 
 
-async def test_health_answers_ok(control):
+async def test_health_answers_ok_with_the_number_of_live_episodes(control):
     client = await control()
+    await open_episode(client)
     answer = await client.get("/health")
-    assert (answer.status_code, answer.json()) == (200, {"status": "ok"})
+    assert (answer.status_code, answer.json()) == (200, {"status": "ok", "episodes": 1})
 
 
 async def test_tools_lists_the_published_schemas_byte_for_byte(control):

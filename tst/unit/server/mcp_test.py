@@ -135,13 +135,16 @@ async def test_each_mcp_session_has_its_own_episode(served_toy):
 async def test_an_mcp_session_starts_an_episode_from_a_row_and_its_reward_is_read_by_id(served_toy):
     app, url = served_toy
     async with mcp_session(url) as (session, seen), httpx.AsyncClient(base_url=url) as control:
-        await session.call_tool("add", {"amount": 1})
+        first = (await session.call_tool("add", {"amount": 1})).meta["agent-env/episode_id"]
         opened = await control.post("/episodes", json={"seed": 40}, headers={"Mcp-Session-Id": seen["id"]})
         episode = opened.json()["episode_id"]
         result = await session.call_tool("add", {"amount": 2})
         assert result.content[0].text == "total 42"
         assert result.meta["agent-env/episode_id"] == episode
         assert (await control.post(f"/episodes/{episode}/reward")).json() == {"reward": 42.0}
+        assert (
+            await control.post(f"/episodes/{first}/reward")
+        ).status_code == 404  # the one it replaced is closed
         live = app.state.episodes.count()
     assert app.state.episodes.count() == live - 1  # the client's DELETE of its MCP session closed its episode
 
@@ -192,3 +195,23 @@ async def test_the_mcp_endpoint_needs_the_token_too():
             async with mcp_session(url, seen=seen):
                 pass
     assert seen["statuses"] and set(seen["statuses"]) == {401}
+
+
+async def test_failures_that_are_not_the_models_are_mcp_errors_that_say_what_to_do():
+    with running(build_app(ToyDesk, mcp_row={"seed": "three"})) as url:
+        async with mcp_session(url) as (session, seen):
+            with pytest.raises(MCPError) as refused:
+                await session.call_tool("add", {"amount": 1})
+    assert str(refused.value).startswith(
+        "ToyDesk.reset could not start an episode from this row: TypeError: seed"
+    )
+    assert f"POST /episodes with the header 'Mcp-Session-Id: {seen['id']}'" in str(refused.value)
+    with running(build_app(ToyDesk, max_episodes=1)) as url:
+        async with httpx.AsyncClient(base_url=url) as control, mcp_session(url) as (session, _):
+            held = (await control.post("/episodes", json={})).json()["episode_id"]
+            with pytest.raises(MCPError, match="the server already holds 1 live episodes, its limit"):
+                await session.call_tool("add", {"amount": 1})
+            await control.delete(f"/episodes/{held}")
+            with pytest.raises(MCPError, match="tool 'crash' failed on the server: KeyError: 'boom'"):
+                await session.call_tool("crash", {})
+            assert (await session.call_tool("add", {"amount": 1})).content[0].text == "total 1"
