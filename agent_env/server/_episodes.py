@@ -20,13 +20,14 @@ from functools import partial
 from typing import Any, TypeVar
 
 from agent_env.environment import Environment
-from agent_env.errors import AgentEnvError
+from agent_env.errors import AgentEnvError, EpisodeStateError
 from agent_env.server._limits import Limits
 from agent_env.server._workers import JobTimeoutError, WorkerPool
 from agent_env.server.errors import (
     CallTimeoutError,
     DatasetNotFoundError,
     EpisodeNotFoundError,
+    RemoteError,
     ResetError,
     ServerError,
     ServerUnavailableError,
@@ -196,9 +197,9 @@ class EpisodeRegistry:
         session = _session(episode)
         try:
             return await self._run(episode, partial(session.reset, **row), "reset")
-        except AgentEnvError:
+        except (EpisodeStateError, RemoteError):  # the session's own state, or the server's limits
             raise
-        except Exception as error:
+        except Exception as error:  # the environment refused the row (an unknown task id, a missing key, ...)
             raise ResetError(
                 f"{self.environment.__name__}.reset could not start an episode from this row: "
                 f"{type(error).__name__}: {error}"

@@ -131,6 +131,7 @@ async def test_the_desk_is_served_with_its_schemas_and_errors_as_in_process():
             tools = (await control.get("/tools")).json()
             row = (await control.get("/datasets/train")).json()["rows"][0]
             opened = await control.post("/episodes", json=row)
+            traversal = await control.post("/episodes", json={"task_id": "../../etc/passwd"})
     assert [json.dumps(tool.input_schema) for tool in listed] == [
         json.dumps(tool["inputSchema"]) for tool in desk.tools.published
     ]
@@ -139,3 +140,6 @@ async def test_the_desk_is_served_with_its_schemas_and_errors_as_in_process():
     assert (booked.is_error, booked.content[0].text) == (False, local.call_tool("submit_dam_offers", good))
     assert opened.status_code == 201
     assert opened.json()["observation"].startswith("You are the day-ahead trader")
+    assert traversal.status_code == 400  # the environment refused the row: not a server bug
+    assert traversal.json()["error"]["code"] == "reset_failed"
+    assert "unknown task id '../../etc/passwd'" in traversal.json()["error"]["message"]
