@@ -10,8 +10,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-# Imported by a declared dependency only when it happens to be installed (transformers uses Pillow if present).
-OPTIONAL_IMPORTS = {"PIL"}
+# Imported by a declared dependency only when it happens to be installed: transformers uses Pillow, and httpcore
+# (under huggingface_hub's httpx) sniffio, when present.
+OPTIONAL_IMPORTS = {"PIL", "sniffio"}
 HEAVY = ("transformers", "torch", "trl", "mcp", "starlette", "uvicorn", "httpx", "datasets", "numpy", "scipy")
 
 
@@ -97,3 +98,25 @@ def test_the_check_catches_a_module_no_extra_declares():
 def test_every_extra_is_declared(extra):
     markers = [Requirement(text).marker for text in requires("agent-env") or []]
     assert any(marker is not None and marker.evaluate({"extra": extra}) for marker in markers)
+
+
+def test_the_server_layer_at_work_imports_only_what_the_server_extra_declares():
+    code = textwrap.dedent(
+        """
+        import asyncio, httpx
+        from agent_env.server import build_app
+        from tst.data.toy import ToyDesk
+        app = build_app(ToyDesk)
+        async def main():
+            async with app.router.lifespan_context(app):
+                transport = httpx.ASGITransport(app=app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+                    assert (await client.get("/tools")).status_code == 200
+        asyncio.run(main())
+        import agent_env.server.client  # the client side: httpx
+        """
+    )
+    modules = imported_top_level_modules(code)
+    assert {"mcp", "starlette", "httpx"} <= modules
+    assert not modules & {"torch", "trl", "transformers"}
+    assert undeclared(modules, ("server",)) == set()
