@@ -10,9 +10,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-# Imported by a declared dependency only when it happens to be installed: transformers uses Pillow, and httpcore
-# (under huggingface_hub's httpx) sniffio, when present.
-OPTIONAL_IMPORTS = {"PIL", "sniffio"}
+# Imported by a declared dependency only when it happens to be installed: transformers uses Pillow, httpcore
+# (under huggingface_hub's httpx) sniffio, and the MCP SDK's logging rich (with its pygments), when present.
+OPTIONAL_IMPORTS = {"PIL", "sniffio", "rich", "pygments"}
 HEAVY = ("transformers", "torch", "trl", "mcp", "starlette", "uvicorn", "httpx", "datasets", "numpy", "scipy")
 
 
