@@ -101,3 +101,26 @@ def scripted_generation(tokenizer: Any) -> Callable[[Any, Callable[[int, str], s
         return script
 
     return patch
+
+
+def async_rollout_loop(env: Any, tokenizer: Any) -> Any:
+    """AsyncGRPO's rollout loop built in process from `env.factory` after a pickle round trip, as its spawned
+    worker gets it. It needs vLLM only to generate, so discovery and the environments are real here."""
+    import pickle
+
+    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
+
+    return _AsyncRolloutLoop(
+        model_name="tiny",
+        dataset=env.dataset("train"),
+        reward_funcs=[],
+        processing_class=tokenizer,
+        eos_token_ids=[tokenizer.eos_token_id],
+        rollout_buffer=None,
+        model_version_value=None,
+        heartbeat_value=None,
+        failed_event=None,
+        exception_info_queue=None,
+        metrics_queue=None,
+        environment_factory=pickle.loads(pickle.dumps(env.factory)),
+    )

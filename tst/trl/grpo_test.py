@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import pickle
 
 import pytest
 from transformers.utils import get_json_schema
@@ -13,7 +12,7 @@ from agent_env import AgentEnv
 from agent_env.training import SchemaTool
 from agent_env.training._render_check import expected_rendering, tojson
 from tst.data.toy import ToyDesk
-from tst.trl.conftest import grpo_config
+from tst.trl.conftest import async_rollout_loop, grpo_config
 
 VALID = {
     "curves": [
@@ -82,24 +81,8 @@ def test_trl_discovers_schema_tools_on_every_pooled_instance(trainer):
 
 
 def test_asyncgrpo_rollout_loop_discovers_tools_from_a_pickled_factory(tokenizer):
-    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
-
     env = AgentEnv.local(ToyDesk)
-    factory = pickle.loads(pickle.dumps(env.factory))  # what AsyncGRPO does to reach its spawned worker
-    loop = _AsyncRolloutLoop(
-        model_name="tiny",
-        dataset=env.dataset("train"),
-        reward_funcs=[],
-        processing_class=tokenizer,
-        eos_token_ids=[tokenizer.eos_token_id],
-        rollout_buffer=None,
-        model_version_value=None,
-        heartbeat_value=None,
-        failed_event=None,
-        exception_info_queue=None,
-        metrics_queue=None,
-        environment_factory=factory,
-    )
+    loop = async_rollout_loop(env, tokenizer)
     tools = {tool.__name__: tool for tool in loop._env_tools[None]}
     assert isinstance(tools["submit_offers"], SchemaTool) and isinstance(tools["write_note"], SchemaTool)
     assert loop.reward_func_names == ["ToyDesk"]

@@ -7,7 +7,6 @@ malformed one is refused there, with the in-process message), and the served env
 from __future__ import annotations
 
 import json
-import pickle
 from collections.abc import Iterator
 
 import pytest
@@ -20,7 +19,7 @@ from agent_env.session import LocalSession
 from agent_env.training import SchemaTool
 from agent_env.training._render_check import expected_rendering, tojson
 from tst.data.toy import ToyDesk
-from tst.trl.conftest import grpo_config
+from tst.trl.conftest import async_rollout_loop, grpo_config
 from tst.unit.server.running import running
 
 VALID = {
@@ -100,25 +99,9 @@ def test_a_grpo_step_on_a_served_environment_sees_its_schemas_and_scores_with_it
 
 
 def test_asyncgrpo_rollout_loop_discovers_tools_from_a_pickled_remote_factory(served, tokenizer):
-    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
-
     _, url = served
     env = AgentEnv.connect(url)
-    factory = pickle.loads(pickle.dumps(env.factory))  # what AsyncGRPO does to reach its spawned worker
-    loop = _AsyncRolloutLoop(
-        model_name="tiny",
-        dataset=env.dataset("train"),
-        reward_funcs=[],
-        processing_class=tokenizer,
-        eos_token_ids=[tokenizer.eos_token_id],
-        rollout_buffer=None,
-        model_version_value=None,
-        heartbeat_value=None,
-        failed_event=None,
-        exception_info_queue=None,
-        metrics_queue=None,
-        environment_factory=factory,
-    )
+    loop = async_rollout_loop(env, tokenizer)
     tools = {tool.__name__: tool for tool in loop._env_tools[None]}
     assert all(isinstance(tools[name], SchemaTool) for name in tools if name != "end_turn")
     assert loop.reward_func_names == ["ToyDesk"]
