@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from agent_env.errors import ToolArgumentError, ToolDefinitionError
@@ -89,15 +89,13 @@ def signature_schema(function: Callable[..., Any], tool_name: str) -> tuple[dict
         )
     name = "".join(part.capitalize() for part in tool_name.split("_")) + "Arguments"
     try:
-        model = create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
+        model = create_model(name, **fields)
         schema = model.model_json_schema()
     except Exception as error:
         raise ToolDefinitionError(
             f"tool '{tool_name}': its parameters have no JSON Schema ({error})"
         ) from None
-    schema.pop(
-        "additionalProperties", None
-    )  # unknown top-level arguments are refused by the tool, not the prompt
+    # Unknown top-level arguments are refused by `Tool.bind`, which costs the prompt nothing.
     return schema, ArgumentModel(model)
 
 
