@@ -13,6 +13,7 @@ RUN := $(UV) run --frozen
 
 install: .venv/.installed
 
+# The suite includes tst/unit/cli/demo_test.py, which runs `agent-env demo` as `make demo` does.
 test: install
 	$(RUN) pytest tst
 
@@ -32,7 +33,7 @@ format: install
 	$(RUN) ruff check --fix agent_env tst bench
 
 demo: install
-	$(RUN) python -m agent_env.demo
+	$(RUN) agent-env demo
 
 bench: install
 	@for script in bench/*.py; do echo "== $$script"; PYTHONPATH=. $(RUN) python $$script || exit 1; done

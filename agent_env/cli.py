@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +18,10 @@ from agent_env.server._limits import (
     DEFAULT_MAX_EPISODES,
 )
 from agent_env.server._serve import DEFAULT_HOST, DEFAULT_PORT
+from agent_env.training.templates import DEFAULT_TEMPLATE
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(
     name="agent-env",
@@ -92,6 +100,257 @@ def serve(
     except (ValueError, LookupError, ImportError) as error:
         typer.echo(f"agent-env serve: {error}", err=True)
         raise typer.Exit(2) from None
+
+
+EnvironmentArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="ENV",
+        help="A built-in environment (gridsim-desk), package.module:Class, or the URL of a served one.",
+    ),
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option(envvar="AGENT_ENV_TOKEN", help="Bearer token of a served environment (or AGENT_ENV_TOKEN)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of tables.")]
+
+
+@app.command()
+def tools(
+    environment: EnvironmentArgument = DEFAULT_ENVIRONMENT,
+    json_output: JsonOption = False,
+    token: TokenOption = None,
+) -> None:
+    """List ENV's published tools with their input schemas and fingerprints.
+
+    Each schema gets a short fingerprint, and so does the whole tool set: the one EnvironmentFactory logs when it
+    builds, so a training log can be matched to the tools the model saw.
+    """
+    from agent_env.inspection.listing import tool_listing
+    from agent_env.inspection.targets import open_environment
+
+    with _reported("tools"):
+        listing = tool_listing(open_environment(environment, token=token))
+    if json_output:
+        typer.echo(json.dumps(listing, indent=2, ensure_ascii=False))
+        return
+    from agent_env.inspection.views import show_tools
+
+    show_tools(_console(), listing)
+
+
+@app.command()
+def render(
+    environment: EnvironmentArgument = DEFAULT_ENVIRONMENT,
+    template: Annotated[
+        str,
+        typer.Option(
+            "--template",
+            "-t",
+            help="A TRL shipped template (qwen3, llama3_1, gptoss, ...), a .jinja file, or a tokenizer folder.",
+        ),
+    ] = DEFAULT_TEMPLATE,
+    lossy: Annotated[
+        bool,
+        typer.Option(
+            "--lossy", help="Show TRL's method schemas (get_json_schema) instead of the published ones."
+        ),
+    ] = False,
+    split: Annotated[
+        str, typer.Option(help="The dataset split whose first row starts the conversation.")
+    ] = "train",
+    token: TokenOption = None,
+) -> None:
+    """Print the exact prompt the model gets for its first turn, tool block included.
+
+    The conversation is the split's first row's prompt with the reset observation appended, as TRL builds it (a plain
+    user turn when ENV has no dataset). The prompt goes to stdout; a one-line summary to stderr.
+    """
+    from agent_env.inspection.probe import first_turn, method_tools, schema_tools, trl_instance
+    from agent_env.inspection.targets import open_environment
+    from agent_env.training.rendering import render as render_prompt
+
+    with _reported("render"):
+        env = open_environment(environment, token=token)
+        with trl_instance(env) as instance:
+            conversation = first_turn(env, instance, split)
+            shown = method_tools(instance) if lossy else schema_tools(instance)
+            prompt = render_prompt(conversation, shown, template)
+    kind = "method schemas (the lossy path)" if lossy else "published schemas (SchemaTools)"
+    typer.echo(f"# {env.provider.name} under {template}: {len(shown)} tools as {kind}", err=True)
+    typer.echo(prompt, nl=False)
+
+
+@app.command()
+def check(
+    environment: EnvironmentArgument = DEFAULT_ENVIRONMENT,
+    templates: Annotated[
+        str,
+        typer.Option(
+            "--templates",
+            "-t",
+            help="all (TRL's shipped templates, _training variants left out), or names, files or tokenizer folders "
+            "separated by commas.",
+        ),
+    ] = "all",
+    json_output: JsonOption = False,
+    token: TokenOption = None,
+) -> None:
+    """The fidelity matrix: how each chat template shows each of ENV's tools, and their token cost.
+
+    Each tool is rendered alone: exact (its published schema's JSON appears unchanged), transformed (the template
+    rewrites it; the keywords whose removal leaves the prompt unchanged are listed as lost), lost (no trace of it), or
+    fails (the template raises). Tokens: the real Qwen3 tokenizer under qwen3, method schemas against published ones.
+    Exits 1 when a tool is not exact under a template named explicitly.
+    """
+    from agent_env.inspection.fidelity import FIDELITY_PROBE, template_fidelity
+    from agent_env.inspection.probe import method_tools, schema_tools, trl_instance
+    from agent_env.inspection.targets import open_environment
+    from agent_env.inspection.tokens import tool_tokens
+    from agent_env.inspection.views import fidelity_json, show_fidelity, show_tokens
+    from agent_env.schema import fingerprint
+    from agent_env.training.templates import shipped_template_names
+
+    explicit = templates != "all"
+    with _reported("check"):
+        names = (
+            [name.strip() for name in templates.split(",") if name.strip()]
+            if explicit
+            else shipped_template_names()
+        )
+        if not names:
+            raise LookupError(
+                "no chat templates to check: TRL, which ships them, is not installed; pass --templates FILE"
+            )
+        env = open_environment(environment, token=token)
+        published = env.tools()
+        with trl_instance(env) as instance:
+            reports = [template_fidelity(name, schema_tools(instance), published) for name in names]
+            try:
+                tokens = tool_tokens(FIDELITY_PROBE, schema_tools(instance), method_tools(instance))
+            except LookupError as error:
+                typer.echo(f"agent-env check: no token counts: {error}", err=True)
+                tokens = None
+    tool_set = fingerprint(published)
+    if json_output:
+        typer.echo(json.dumps(fidelity_json(env.provider.name, tool_set, reports, tokens), indent=2))
+    else:
+        console = _console()
+        show_fidelity(console, env.provider.name, tool_set, reports)
+        if tokens is not None:
+            console.print()
+            show_tokens(console, tokens)
+    inexact = [report.template for report in reports if not report.is_exact()]
+    if explicit and inexact:
+        typer.echo(f"agent-env check: not every tool is exact under {', '.join(inexact)}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def rollout(
+    environment: EnvironmentArgument = DEFAULT_ENVIRONMENT,
+    policy: Annotated[
+        str,
+        typer.Option(
+            help="A baseline policy (do_nothing, arbitrage, arbitrage_with_as), several separated by commas, or all."
+        ),
+    ] = "all",
+    split: Annotated[str, typer.Option(help="The dataset split to play.")] = "test",
+    episodes: Annotated[int, typer.Option(help="Episodes per policy: the split's first N tasks.")] = 8,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            help="Draw the best policy's first episode to this PNG: prices, MW, SoC, AS awards, P&L by hour."
+        ),
+    ] = None,
+    token: TokenOption = None,
+) -> None:
+    """Play baseline policies on the GridSim desk through the trainer's tools; tabulate rewards.
+
+    Each policy gets an instance from env.factory; each episode is reset(**row), the policy's offers through the
+    submit_dam_offers SchemaTool, end_turn, get_reward. Baselines exist only for the desk.
+    """
+    from rich.progress import Progress
+
+    from agent_env.inspection import rollout as rollouts
+    from agent_env.inspection.targets import open_environment
+    from agent_env.inspection.views import show_rollout
+
+    with _reported("rollout"):
+        env = open_environment(environment, token=token)
+        names = rollouts.policy_names(env, policy)
+        with Progress(console=_console(stderr=True), transient=True) as progress:
+            task = progress.add_task("playing", total=len(names) * episodes)
+            played = rollouts.rollout(
+                env,
+                names,
+                split=split,
+                episodes=episodes,
+                on_episode=lambda episode: progress.update(task, advance=1, description=episode.policy),
+            )
+    summaries = rollouts.summarize(played)
+    console = _console()
+    show_rollout(console, summaries, split)
+    if plot is not None:
+        from agent_env.inspection.plot import plot_episode
+
+        best = max(summaries, key=lambda summary: summary.mean_reward).policy
+        episode = next(episode for episode in played if episode.policy == best)
+        with _reported("rollout"):
+            plot_episode(episode, plot)
+        console.print(
+            f"Drew {episode.task_id} as played by {best} (reward {episode.reward:.3f}) to {plot}",
+            soft_wrap=True,
+        )
+
+
+@app.command()
+def demo(
+    train: Annotated[
+        bool,
+        typer.Option("--train", help="Then run real trl.GRPOTrainer steps (needs TRL and torch installed)."),
+    ] = False,
+    model: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            file_okay=False,
+            help="Train this local model folder instead of a tiny random Qwen3 (implies --train).",
+        ),
+    ] = None,
+    steps: Annotated[
+        int, typer.Option(min=1, help="GRPO steps with --train (about 30 s each on 2 CPU cores).")
+    ] = 2,
+) -> None:
+    """The main job on the built-in default, the GridSim desk: what `make demo` runs.
+
+    Builds the TRL factory (render check included), shows the submit_dam_offers tool block the model sees next to the
+    lossy one with token counts, plays one episode through the SchemaTools (a malformed call included) and scores it.
+    With --train, then runs real trl.GRPOTrainer steps: TRL and torch must be installed.
+    """
+    from agent_env.demo import run_demo
+
+    with _reported("demo"):
+        run_demo(_console(), train=train, model=str(model) if model else None, steps=steps)
+
+
+@contextmanager
+def _reported(command: str) -> Iterator[None]:
+    """Turn the errors a user can fix into one line on stderr and exit code 2, without a traceback."""
+    from agent_env.errors import AgentEnvError
+
+    try:
+        yield
+    except (LookupError, ImportError, ValueError, OSError, AgentEnvError) as error:
+        typer.echo(f"agent-env {command}: {error}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _console(*, stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, stderr=stderr)
 
 
 def main() -> None:

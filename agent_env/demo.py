@@ -1,8 +1,10 @@
 """The main job on the built-in default: the desk through the TRL factory, exactly as a trainer would use it.
 
-Run `python -m agent_env.demo` (or `make demo`): it builds `AgentEnv.local("gridsim-desk").factory` (render
-check included), shows what the model sees for `submit_dam_offers` against what TRL's method schema would give,
-plays one test-split episode through the SchemaTools with a malformed call first, and scores it.
+Run `agent-env demo` (or `make demo`, or `python -m agent_env.demo`): it builds `AgentEnv.local("gridsim-desk")
+.factory` (render check included), shows the `submit_dam_offers` tool block the model sees next to what TRL's method
+schema would give, with Qwen3 token counts, plays one test-split episode through the SchemaTools with a malformed
+call first, and scores it. `agent-env demo --train` then runs a few real `trl.GRPOTrainer` steps (TRL and torch must
+be installed).
 """
 
 from __future__ import annotations
@@ -11,47 +13,129 @@ import json
 import time
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
 from agent_env import AgentEnv, ToolError
+from agent_env.envs import DEFAULT_ENVIRONMENT
 from agent_env.envs.gridsim.baselines import arbitrage_with_as
 from agent_env.envs.gridsim.bundle import load_bundle
+from agent_env.inspection.fidelity import FIDELITY_PROBE
+from agent_env.inspection.probe import method_tools, schema_tools
+from agent_env.inspection.rendering import differing_lines
+from agent_env.inspection.tokens import TOKEN_TEMPLATE, tool_tokens
+from agent_env.schema import fingerprint
+from agent_env.training.rendering import render
+
+TASK_ID = "desk-v4/test/0000"
+SHOWN_TOOL = "submit_dam_offers"
+MALFORMED = {"curves": [{"hours": "HE18", "points": [[0, 40], ["60", 45, 1]]}]}
 
 
-def _section(title: str) -> None:
-    print(f"\n== {title}")
+def run_demo(console: Console, *, train: bool = False, model: str | None = None, steps: int = 2) -> None:
+    """The demo, printed to `console`; with `train`, `steps` GRPO steps after the episode."""
+    env = AgentEnv.local(DEFAULT_ENVIRONMENT)
+    desk = build_factory(console, env)
+    show_tool_block(console, desk)
+    play_episode(console, desk)
+    if train or model is not None:
+        train_steps(console, env, model=model, steps=steps)
+    else:
+        console.print(
+            "\nNext: [bold]agent-env demo --train[/] runs real trl.GRPOTrainer steps on this factory with a tiny "
+            "random Qwen3 on the CPU (or --model PATH); it needs TRL and torch installed."
+        )
 
 
-def main(task_id: str = "desk-v4/test/0000") -> None:
-    from transformers.utils import get_json_schema
-
-    env = AgentEnv.local("gridsim-desk")
+def build_factory(console: Console, env: AgentEnv) -> Any:
+    """`env.factory()` as TRL calls it first: build the TRL class, run the render check, return an instance."""
+    _section(console, "1. Load the desk and build the TRL factory")
     start = time.perf_counter()
-    desk: Any = env.factory()
-    print(
-        f"Built the TRL factory for gridsim-desk ({len(env.tools())} tools, render check passed under Qwen3's"
+    desk = env.factory()
+    published = env.tools()
+    console.print(
+        f'AgentEnv.local("{DEFAULT_ENVIRONMENT}"): {env.provider.name}, {len(published)} tools, tool set '
+        f"{fingerprint(published)}.\nenv.factory() built the class TRL sees, and the render check passed under "
+        f"Qwen3's chat template, in {time.perf_counter() - start:.2f} s: every tool reaches the model as published."
     )
-    print(f"chat template) in {time.perf_counter() - start:.2f} s.")
+    return desk
 
-    _section("What the model sees for submit_dam_offers (its published schema, via SchemaTool)")
-    print(json.dumps(dict(desk.submit_dam_offers)["function"]["parameters"], indent=1)[:1800])
-    _section("What TRL's method schema alone would give it (the lossy path)")
-    print(json.dumps(get_json_schema(type(desk).submit_dam_offers)["function"]["parameters"], indent=1))
 
-    _section(f"One episode: {task_id}")
-    print(desk.reset(task_id=task_id))
-    malformed = {"curves": [{"hours": "HE18", "points": [[0, 40], ["60", 45, 1]]}]}
-    print(f"\nA malformed call: submit_dam_offers({json.dumps(malformed)})")
+def show_tool_block(console: Console, desk: Any) -> None:
+    """The tool's line in the prompt, SchemaTool against method schema, side by side, with token counts."""
+    _section(console, f"2. What the model sees for {SHOWN_TOOL} ({TOKEN_TEMPLATE} template, Qwen3 tokenizer)")
+    full = next(tool for tool in schema_tools(desk) if getattr(tool, "__name__", None) == SHOWN_TOOL)
+    lossy = next(tool for tool in method_tools(desk) if tool.__name__ == SHOWN_TOOL)
+    full_text, lossy_text = differing_lines(
+        render(FIDELITY_PROBE, [full], TOKEN_TEMPLATE), render(FIDELITY_PROBE, [lossy], TOKEN_TEMPLATE)
+    )
+    tokens = {row.tool: row for row in tool_tokens(FIDELITY_PROBE, schema_tools(desk), method_tools(desk))}
+    table = Table(show_lines=True, expand=True)
+    table.add_column(f"agent_env: the published schema ({tokens[SHOWN_TOOL].full} tokens)", ratio=1)
+    table.add_column(f"TRL's method schema, the lossy path ({tokens[SHOWN_TOOL].lossy} tokens)", ratio=1)
+    table.add_row(Text(full_text), Text(lossy_text))
+    console.print(table)
+    console.print(
+        f"The whole tool block: {tokens['total'].full} tokens with the published schemas, {tokens['total'].lossy} "
+        "with method schemas, which give curves and as_offers as bare arrays: no items, no enums, no bounds."
+    )
+
+
+def play_episode(console: Console, desk: Any, task_id: str = TASK_ID) -> None:
+    """One episode through the SchemaTools, as TRL's tool loop calls them: a malformed call, offers, the score."""
+    _section(console, f"3. One episode through the SchemaTools: {task_id}")
+    _call(console, f'reset(task_id="{task_id}")', desk.reset(task_id=task_id))
     try:
-        desk.submit_dam_offers(**malformed)
+        desk.submit_dam_offers(**MALFORMED)
     except ToolError as error:  # TRL catches this and gives the model {"error": str(error)}
-        print(f"The model gets back:\n{error}")
-    offers = arbitrage_with_as(load_bundle("desk-v4").day(task_id).forecast, load_bundle("desk-v4").battery)
-    print(
-        f"\nThe arbitrage-with-AS baseline submits {len(offers['curves'])} curves, {len(offers['as_offers'])} AS offers:"
+        _call(console, f"{SHOWN_TOOL}({json.dumps(MALFORMED)})", f"raises; the model gets back:\n{error}")
+    bundle = load_bundle(task_id.split("/")[0])
+    offers = arbitrage_with_as(bundle.day(task_id).forecast, bundle.battery)
+    _call(
+        console,
+        f"{SHOWN_TOOL}(<arbitrage_with_as baseline: {len(offers['curves'])} curves, "
+        f"{len(offers['as_offers'])} AS offers>)",
+        desk.submit_dam_offers(**offers),
     )
-    print(desk.submit_dam_offers(**offers))
-    print(desk.end_turn())
-    print(f"Reward reaching the trainer (get_reward): {desk.get_reward():.3f}")
+    _call(console, "end_turn()", desk.end_turn())
+    console.print(f"Reward reaching the trainer (get_reward): [bold]{desk.get_reward():.3f}[/]")
+
+
+def train_steps(console: Console, env: AgentEnv, *, model: str | None, steps: int) -> None:
+    """Real GRPO steps on the factory (slow on a CPU: the desk's prompt is long)."""
+    from agent_env.inspection.grpo import train
+
+    if model:
+        what, note = f"the local model {model}", "Its rewards come from the desk's get_reward."
+    else:
+        what = "a tiny random Qwen3 (2 layers, hidden size 32) on the CPU"
+        note = (
+            "A random model writes no tool calls, so its reward is 0, but every part of the step is real. "
+            "About 30 s a step on 2 cores: the desk's prompt holds some 2,000 tokens of tool schemas."
+        )
+    _section(console, f"4. {steps} real trl.GRPOTrainer step(s) with {what}")
+    console.print(f"GRPOTrainer(environment_factory=env.factory, train_dataset=env.dataset('train')). {note}")
+
+    def report(entry: dict[str, Any]) -> None:
+        console.print(
+            f"step {entry.get('step', '?')}: loss {entry['loss']:.4f}, reward {entry.get('reward', 0.0):.3f}, "
+            f"tool calls per completion {entry.get('tools/call_frequency', 0.0):.2f}, "
+            f"{entry.get('step_time', 0.0):.1f} s"
+        )
+
+    train(env, model=model, steps=steps, on_step=report)
+
+
+def _section(console: Console, title: str) -> None:
+    console.print()
+    console.rule(f"[bold]{title}", align="left")
+
+
+def _call(console: Console, call: str, result: str | None) -> None:
+    console.print(Text("> " + call, style="bold cyan"))
+    console.print(Text(str(result)))
 
 
 if __name__ == "__main__":
-    main()
+    run_demo(Console(highlight=False))

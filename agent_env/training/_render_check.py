@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import inspect
-import json
 import threading
-from functools import lru_cache
 from typing import Any
 
 from agent_env.tools import END_TURN
 from agent_env.training._tools import SchemaTool
-from agent_env.training.templates import load_template
+from agent_env.training.rendering import render, shows_exactly, tojson
+
+__all__ = ["discovered_tools", "expected_rendering", "render_check", "render_tools", "tojson"]
 
 _checked: set[tuple[str, str]] = set()
 _checked_lock = threading.Lock()
@@ -41,10 +41,11 @@ def expected_rendering(published: dict[str, Any]) -> dict[str, Any]:
 def render_check(
     instance: object, published: list[dict[str, Any]], tool_set: str, chat_template: str
 ) -> None:
-    """Raise `RuntimeError` naming every tool whose rendered prompt is not its published schema.
+    """Raise `RuntimeError` naming every tool the model would not see as published.
 
-    Runs once per process, tool set and template. `end_turn` must render as its method schema; every other tool as
-    its published schema, exactly (the JSON transformers' `tojson` writes for it).
+    Runs once per process, tool set and template. Every tool but `end_turn` must be a SchemaTool that the prompt
+    shows exactly as published (its input schema unchanged, in whatever layout the template writes JSON);
+    `end_turn` must show its method schema.
     """
     key = (tool_set, chat_template)
     with _checked_lock:
@@ -62,47 +63,29 @@ def render_check(
             problems.append(f"{name} (not found on the environment the way TRL looks for tools)")
             continue
         if name == END_TURN:
-            expected = get_json_schema(found[name])
+            method = get_json_schema(found[name])["function"]
+            expected = {
+                "name": name,
+                "description": method["description"],
+                "inputSchema": method["parameters"],
+            }
         elif not isinstance(found[name], SchemaTool):
             problems.append(f"{name} (TRL would call a {type(found[name]).__name__}, not its SchemaTool)")
             continue
         else:
-            expected = expected_rendering(tool)
-        if tojson(expected) not in rendered:
+            expected = tool
+        if not shows_exactly(rendered, expected):
             problems.append(f"{name} (the prompt does not show its published schema)")
     if problems:
         raise RuntimeError(
             f"refusing to build: under chat template {chat_template!r} the model would not see these tools as "
-            f"published: {'; '.join(problems)}. transformers must render a dict tool unchanged; check the installed "
-            "transformers version, or the chat template."
+            f"published: {'; '.join(problems)}. transformers must render a dict tool unchanged, and the template "
+            "must write its JSON (`agent-env check` shows what each shipped template does)."
         )
     with _checked_lock:
         _checked.add(key)
 
 
-def tojson(value: Any) -> str:
-    """JSON exactly as transformers' chat-template `tojson` filter writes it by default."""
-    return json.dumps(value, ensure_ascii=False)
-
-
 def render_tools(tools: list[Any], chat_template: str) -> str:
     """The prompt text for a first user turn with `tools`, through the real `apply_chat_template`."""
-    rendered = template_tokenizer(chat_template).apply_chat_template(
-        _PROBE_CONVERSATION, tools=tools, tokenize=False, add_generation_prompt=True
-    )
-    assert isinstance(rendered, str)
-    return rendered
-
-
-@lru_cache(maxsize=16)
-def template_tokenizer(chat_template: str) -> Any:
-    """A vocabulary-free tokenizer that carries only a chat template: all `apply_chat_template` needs to render."""
-    from tokenizers import Tokenizer
-    from tokenizers.models import WordLevel
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=Tokenizer(WordLevel({"<unk>": 0}, unk_token="<unk>"))
-    )
-    tokenizer.chat_template = load_template(chat_template)
-    return tokenizer
+    return render(_PROBE_CONVERSATION, tools, chat_template)

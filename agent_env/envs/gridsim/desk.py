@@ -98,7 +98,8 @@ class GridSimDesk(Environment):
         return self.score.reward if self.score is not None else 0.0
 
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
-        prompt = "Trade tomorrow's day-ahead market for the battery; you are scored on profit."
+        # TRL appends the reset observation to this text as it is: end it with a paragraph break.
+        prompt = "Trade tomorrow's day-ahead market for the battery; you are scored on profit.\n\n"
         return [
             {"prompt": [{"role": "user", "content": prompt}], "task_id": task_id}
             for task_id in self.bundle.task_ids(split)

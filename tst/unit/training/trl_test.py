@@ -177,3 +177,21 @@ def test_instances_have_their_own_episode(factory):
     second.reset()
     first.submit_offers(curves=[CURVE])
     assert first.get_reward() == 0.1 and second.get_reward() == 0.0
+
+
+@pytest.mark.parametrize("template", ["qwen3", "qwen2_5", "llama3_1", "llama3_2", "glm4moe", "lfm2", "muse_glimmer"])
+def test_templates_that_write_the_schema_unchanged_pass_the_render_check(template):
+    environment = EnvironmentFactory(LocalProvider(ToyDesk), chat_template=template)()
+    assert isinstance(environment.submit_offers, SchemaTool)
+
+
+@pytest.mark.parametrize("template", ["gemma4", "gptoss"])
+def test_templates_that_rewrite_the_schema_are_refused_naming_the_tools(template):
+    with pytest.raises(RuntimeError, match=f"under chat template '{template}'.*submit_offers"):
+        EnvironmentFactory(LocalProvider(ToyDesk), chat_template=template)()
+
+
+def test_a_template_without_a_tool_block_is_refused_for_every_tool():
+    with pytest.raises(RuntimeError) as raised:
+        EnvironmentFactory(LocalProvider(ToyDesk), chat_template="phi3")()
+    assert all(name in str(raised.value) for name in ToyDesk.tools)

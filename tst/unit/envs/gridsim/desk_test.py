@@ -224,3 +224,10 @@ def test_the_dataset_rows_reset_the_desk(env):
     assert len(rows) >= 64 and rows[0]["task_id"] == TASK
     session = env.open()
     assert session.reset(**rows[5]).startswith("You are the day-ahead trader")
+
+
+def test_the_observation_trl_appends_to_the_prompt_starts_a_new_paragraph(env):
+    row = env.provider.dataset_rows("train")[0]
+    observation = env.open().reset(**row)
+    first_turn = row["prompt"][-1]["content"] + observation  # what TRL does with reset's return value
+    assert "scored on profit.\n\nYou are the day-ahead trader" in first_turn

@@ -1,0 +1,61 @@
+"""The environment instance a TRL trainer gets, the two tool lists it can show, and the first turn it starts from."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from agent_env._agent_env import AgentEnv
+from agent_env.schema import fingerprint
+from agent_env.training._render_check import discovered_tools
+from agent_env.training.trl import TRLEnvironment, environment_class
+
+PLAIN_TURN = "Begin."
+"""The user turn used when an environment has no dataset to take a first prompt from."""
+
+
+@contextmanager
+def trl_instance(env: AgentEnv) -> Iterator[TRLEnvironment]:
+    """A TRL-facing instance of `env`'s tool set, built as `env.factory()` builds it but without the render check
+    (an inspection must show what a template does, not refuse it); its session is closed on exit."""
+    published = env.tools()
+    environment_type = environment_class(env.provider.name, published, fingerprint(published))
+    session = env.provider.open()
+    try:
+        yield environment_type(session)
+    finally:
+        session.close()
+
+
+def schema_tools(instance: object) -> list[Any]:
+    """The tools TRL (>= 1.15) renders for an instance: a SchemaTool per tool, `end_turn` as its method."""
+    return discovered_tools(instance)
+
+
+def method_tools(instance: object) -> list[Any]:
+    """The lossy alternative: every tool as the class's method, which transformers renders via `get_json_schema`."""
+    return [
+        function.__get__(instance)
+        for name, function in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
+
+
+def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") -> list[dict[str, Any]]:
+    """The conversation a trainer's first rollout starts from: the split's first row's prompt with the `reset`
+    observation appended to its last message, as TRL does; a plain user turn when there is no dataset."""
+    try:
+        rows = env.provider.dataset_rows(split)
+    except (NotImplementedError, LookupError):
+        rows = []
+    if not rows or not isinstance(rows[0].get("prompt"), list):
+        return [{"role": "user", "content": PLAIN_TURN}]
+    row = rows[0]
+    prompt: list[dict[str, Any]] = row["prompt"]
+    observation = instance.reset(**row)
+    if not isinstance(observation, str) or not isinstance(prompt[-1].get("content"), str):
+        return prompt
+    # TRL concatenates the observation to the last message's text as is, without a separator.
+    return [*prompt[:-1], {**prompt[-1], "content": prompt[-1]["content"] + observation}]

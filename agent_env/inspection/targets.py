@@ -1,0 +1,28 @@
+"""Turn the ENV a command names (a built-in name, `module:Class`, or a served URL) into an `AgentEnv`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from agent_env._agent_env import AgentEnv
+
+
+def is_url(target: str) -> bool:
+    """Whether `target` names a served environment rather than a class."""
+    return target.startswith(("http://", "https://"))
+
+
+def open_environment(target: str, *, token: str | None = None) -> AgentEnv:
+    """The environment `target` names: `AgentEnv.connect` for a URL, `AgentEnv.local` otherwise.
+
+    Raises:
+        LookupError: No built-in environment or class has that name.
+        ImportError: The module of a `module:Class` reference cannot be imported.
+        AgentEnvError: The server at a URL cannot be reached or refuses the token.
+    """
+    if is_url(target):
+        return AgentEnv.connect(target, token=token)
+    if os.getcwd() not in sys.path:  # like `python -m`, find `module:Class` in the working directory
+        sys.path.insert(0, os.getcwd())
+    return AgentEnv.local(target)

@@ -1,0 +1,102 @@
+"""`agent-env check` (`agent_env/inspection/fidelity.py`, `tokens.py`): the fidelity matrix and the token table."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent_env import AgentEnv
+from agent_env.training.templates import shipped_template_names
+
+EXACT = ["qwen3", "qwen2_5", "qwen3_5_think", "llama3_1", "llama3_2", "glm4moe", "lfm2", "muse_glimmer"]
+NO_TOOL_BLOCK = ["cohere", "deepseekv3", "gemma", "gemma3", "llama3", "phi3", "qwen2_5_vl"]
+
+
+@pytest.fixture(scope="module")
+def matrix(invoke) -> dict[str, Any]:
+    result = invoke("check", "--json")
+    assert result.exit_code == 0, result.output  # no template was named, so the matrix alone never fails
+    return json.loads(result.stdout)
+
+
+def by_template(matrix: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {entry["template"]: entry for entry in matrix["templates"]}
+
+
+def test_every_desk_tool_is_exact_under_qwen3(invoke):
+    result = invoke("check", "--templates", "qwen3", "--json")
+    assert result.exit_code == 0, result.output
+    (qwen3,) = json.loads(result.stdout)["templates"]
+    assert [tool["tool"] for tool in qwen3["tools"]] == [tool["name"] for tool in AgentEnv.local().tools()]
+    assert {tool["status"] for tool in qwen3["tools"]} == {"exact"}
+
+
+def test_the_matrix_covers_every_shipped_template_but_the_training_variants(matrix):
+    names = [entry["template"] for entry in matrix["templates"]]
+    assert names == shipped_template_names()
+    assert not [name for name in names if name.endswith("_training")]
+
+
+def test_the_matrix_tells_exact_transformed_and_silent_templates_apart(matrix):
+    templates = by_template(matrix)
+    for name in EXACT:
+        assert templates[name]["verdict"] == "exact", name
+    for name in NO_TOOL_BLOCK:
+        assert templates[name]["verdict"] == "no tool block", name
+        assert {tool["status"] for tool in templates[name]["tools"]} == {"lost"}
+    nemotron = templates["nemotron_3_nano"]
+    assert nemotron["verdict"] == "transformed"
+    assert all(tool["lost"] == [] for tool in nemotron["tools"])  # rewritten, every keyword kept
+    gptoss = {tool["tool"]: tool for tool in templates["gptoss"]["tools"]}
+    assert gptoss["submit_dam_offers"]["lost"] == ["curves.items", "as_offers.items"]  # any[]
+    assert gptoss["price_history"]["lost"] == ["days.minimum", "days.maximum"]
+
+
+def test_gemma4_loses_anyof_and_bounds(matrix):
+    gemma4 = {tool["tool"]: tool for tool in by_template(matrix)["gemma4"]["tools"]}
+    submit = gemma4["submit_dam_offers"]
+    assert submit["status"] == "transformed"
+    assert {"curves[].hours.anyOf", "curves[].points.minItems", "as_offers[].mw.minimum"} <= set(
+        submit["lost"]
+    )
+    assert gemma4["price_history"]["lost"][:2] == ["days.minimum", "days.maximum"]
+
+
+def test_naming_a_transforming_template_fails_and_says_what_is_lost(invoke):
+    result = invoke("check", "--templates", "qwen3,gemma4")
+    assert result.exit_code == 1
+    assert "agent-env check: not every tool is exact under gemma4" in result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("gemma4 ") and "transformed" in line and "anyOf" in line for line in lines)
+    assert any(line.startswith("qwen3 ") and "exact" in line for line in lines)
+    assert any(line.startswith("submit_dam_offers") and "curves[].hours.anyOf" in line for line in lines)
+
+
+def test_a_template_that_raises_fails_every_tool(invoke, tmp_path):
+    template = tmp_path / "broken.jinja"
+    template.write_text("{{ raise_exception('this template takes no tools') }}")
+    result = invoke("check", "--templates", str(template), "--json")
+    assert result.exit_code == 1
+    (broken,) = json.loads(result.stdout)["templates"]
+    assert broken["verdict"] == "fails"
+    assert "this template takes no tools" in broken["tools"][0]["error"]
+
+
+def test_the_token_table_counts_method_schemas_against_published_ones(matrix, invoke):
+    tokens = {row["tool"]: row for row in matrix["tokens"]["tools"]}
+    assert matrix["tokens"]["template"] == "qwen3"
+    assert tokens["submit_dam_offers"]["full"] > 3 * tokens["submit_dam_offers"]["lossy"]
+    assert tokens["end_turn"]["full"] == tokens["end_turn"]["lossy"]  # its method schema is its published one
+    assert (
+        matrix["tokens"]["total"]["full"]
+        > matrix["tokens"]["total"]["lossy"]
+        > sum(row["lossy"] for row in tokens.values()) / 2
+    )
+    table = invoke("check", "--templates", "qwen3").stdout
+    total = matrix["tokens"]["total"]
+    assert any(
+        line.startswith("total (the tool block)") and f"{total['full']}" in line
+        for line in table.splitlines()
+    )

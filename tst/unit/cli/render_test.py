@@ -1,0 +1,84 @@
+"""`agent-env render` (`agent_env/inspection/probe.py`, `rendering.py`): the exact first prompt, full or lossy."""
+
+from __future__ import annotations
+
+from agent_env import AgentEnv, Environment, tool
+from agent_env.inspection.probe import PLAIN_TURN, first_turn, trl_instance
+from agent_env.tools import END_TURN
+from agent_env.training._render_check import expected_rendering, tojson
+
+CURVES_AS_METHOD_SCHEMA = (
+    '"curves": {"type": "array", "description": "Energy offer curves, one per hour set"}'
+)
+
+
+def test_render_shows_the_first_row_with_its_reset_observation_and_every_published_schema(invoke):
+    env = AgentEnv.local("gridsim-desk")
+    result = invoke("render")
+    assert result.exit_code == 0, result.output
+    prompt = result.stdout
+    assert prompt.startswith("<|im_start|>system\n# Tools")
+    assert prompt.endswith("<|im_start|>assistant\n")
+    first_row = env.provider.dataset_rows("train")[0]["prompt"][-1]["content"]
+    observation = "You are the day-ahead trader for one 100 MW / 200 MWh battery"
+    assert first_row + observation in prompt  # TRL appends the observation as is
+    for published in env.tools():
+        if published["name"] != END_TURN:
+            assert tojson(expected_rendering(published)) in prompt
+    assert CURVES_AS_METHOD_SCHEMA not in prompt
+    assert "# GridSimDesk under qwen3: 12 tools as published schemas (SchemaTools)" in result.stderr
+
+
+def test_render_lossy_shows_curves_as_an_array_without_items(invoke):
+    result = invoke("render", "--lossy")
+    assert result.exit_code == 0, result.output
+    assert CURVES_AS_METHOD_SCHEMA in result.stdout
+    assert '"prefixItems"' not in result.stdout
+    assert "as method schemas (the lossy path)" in result.stderr
+
+
+def test_llama_templates_get_their_bos_token(invoke):
+    for template in ("llama3", "llama3_1"):
+        result = invoke("render", "--template", template)
+        assert result.exit_code == 0, result.output
+        assert result.stdout.startswith("<|begin_of_text|><|start_header_id|>")
+    assert '"prefixItems": [' in result.stdout  # llama3_1 writes the schemas indented, unchanged
+
+
+def test_a_template_file_renders(invoke, tmp_path):
+    template = tmp_path / "plain.jinja"
+    template.write_text(
+        "{% for t in tools %}TOOL {{ t.function.name }}\n{% endfor %}{{ messages[0].content }}"
+    )
+    result = invoke("render", "tst.data.toy:ToyDesk", "--template", str(template))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "TOOL battery_status", "TOOL end_turn", "TOOL submit_offers", "TOOL write_note",
+        "Trade.Task train-0: submit offers, then end your turn.",
+    ]  # fmt: skip
+
+
+def test_an_unknown_template_is_refused_with_the_shipped_names(invoke):
+    result = invoke("render", "--template", "no_such_template")
+    assert result.exit_code == 2
+    assert "no chat template named 'no_such_template'; TRL ships: " in result.stderr
+    assert "qwen3" in result.stderr
+
+
+class NoDataset(Environment):
+    def reset(self, **row: object) -> str:
+        return "ready"
+
+    def reward(self) -> float:
+        return 0.0
+
+    @tool
+    def ping(self) -> str:
+        """Answer pong."""
+        return "pong"
+
+
+def test_an_environment_without_a_dataset_starts_from_a_plain_user_turn():
+    env = AgentEnv.local(NoDataset)
+    with trl_instance(env) as instance:
+        assert first_turn(env, instance) == [{"role": "user", "content": PLAIN_TURN}]
