@@ -16,6 +16,7 @@ from agent_env.schema import (
     SchemaNormalizationError,
     check_schema,
     fingerprint,
+    json_path,
     normalize,
     signature_schema,
     tool_parameters,
@@ -96,7 +97,10 @@ class Tool:
         unknown = arguments.keys() - self.parameters
         if unknown:
             takes = ", ".join(sorted(self.parameters)) or "no arguments"
-            problems = [f"{name}: unknown argument; this tool takes {takes}" for name in sorted(unknown)]
+            problems = [
+                f"{_name(name)}: unknown argument; this tool takes {takes}"
+                for name in sorted(unknown, key=str)
+            ]
             raise ToolArgumentError(format_problems(self.name, problems))
         self.validator.validate(self.name, arguments)
         return self.convert(self.name, arguments) if self.convert else arguments
@@ -128,6 +132,11 @@ class Tool:
             parameters=frozenset(parameter.name for parameter in tool_parameters(function, name)),
             is_async=inspect.iscoroutinefunction(function),
         )
+
+
+def _name(argument: object) -> str:
+    """An argument's name as a message shows it: a path, as the validator writes one; quoted and cut if long."""
+    return json_path([argument]) if isinstance(argument, str) and len(argument) <= 60 else short(argument)
 
 
 def _check_name(name: str) -> None:

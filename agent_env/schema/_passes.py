@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 Schema = dict[str, Any]
@@ -105,11 +105,27 @@ def _inline(schema: Schema, definitions: dict[str, Schema], seen: tuple[str, ...
         )
     resolved = _inline(definitions[name], definitions, (*seen, name))
     siblings = {keyword: value for keyword, value in schema.items() if keyword != "$ref"}
-    if (
-        siblings.keys() - _ANNOTATIONS
-    ) & resolved.keys():  # both constrain the same keyword: keep both, as 2020-12 does
+    if _interfere(siblings.keys() - _ANNOTATIONS, resolved.keys()):  # keep both apart, as 2020-12 reads them
         return {"allOf": [resolved], **map_subschemas(siblings, lambda sub: _inline(sub, definitions, seen))}
     return {**resolved, **map_subschemas(siblings, lambda sub: _inline(sub, definitions, seen))}
+
+
+# Keywords that read their neighbours in the same schema object: `additionalProperties` applies to the properties
+# that `properties` and `patternProperties` beside it do not name, `items` to the items after `prefixItems`, and so
+# on. Merged into one object with the referenced schema, a $ref's sibling would see the definition's neighbours.
+_NEIGHBOURS = (
+    frozenset({"properties", "patternProperties", "additionalProperties"}),
+    frozenset({"prefixItems", "items"}),
+    frozenset({"contains", "minContains", "maxContains"}),
+    frozenset({"if", "then", "else"}),
+)
+
+
+def _interfere(constraining: Collection[str], resolved: Collection[str]) -> bool:
+    """Whether a $ref's constraining siblings would change meaning if merged into the schema it resolves to."""
+    if set(constraining) & set(resolved):
+        return True
+    return any(group & set(constraining) and group & set(resolved) for group in _NEIGHBOURS)
 
 
 def _definition_name(reference: str) -> str:

@@ -52,6 +52,7 @@ class SessionEpisodes:
 
     async def open(self, mcp_session_id: str, row: Mapping[str, Any] | None) -> tuple[str, str | None]:
         """A new episode reset from `row` that the MCP session acts on from now on; its previous one is closed."""
+        self._forget_idle()  # the id is the caller's word: bindings for ids no session ever uses must not pile up
         episode_id, observation = await self.episodes.open(row)
         previous = self._bindings.get(mcp_session_id)
         self._bindings[mcp_session_id] = Binding(episode_id)

@@ -16,8 +16,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agent_env.errors import AgentEnvError
+from agent_env.schema._validator import short
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
+from agent_env.server._json import NotJsonError, read_json
 from agent_env.server.errors import InvalidRequestError, ServerError, http_status
 
 logger = logging.getLogger("agent_env.server")
@@ -48,6 +50,16 @@ def answered(endpoint: Endpoint) -> Endpoint:
             return error_response(ServerError(f"the server failed: {type(error).__name__}: {error}"))
 
     return answer
+
+
+async def unrouted(request: Request, exc: Exception) -> Response:
+    """The wire form of Starlette's 404 and 405, for a path or method the server does not serve."""
+    status = getattr(exc, "status_code", 404)
+    what = "no such path" if status == 404 else f"{request.method} is not allowed there"
+    error = InvalidRequestError(
+        f"{what}: {request.method} {short(request.url.path)}; the control API's routes are listed in docs/server.md"
+    )
+    return error_response(error, status=status, headers=getattr(exc, "headers", None))
 
 
 class ControlApi:
@@ -128,11 +140,9 @@ async def json_object(request: Request, what: str) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
-        value = json.loads(body)
-    except ValueError as error:
-        raise InvalidRequestError(
-            f"the body must be a JSON object ({what}); it is not JSON: {error}"
-        ) from None
+        value = read_json(body)
+    except NotJsonError as error:
+        raise InvalidRequestError(f"the body must be a JSON object ({what}); {error}") from None
     if not isinstance(value, dict):
         raise InvalidRequestError(
             f"the body must be a JSON object ({what}), not a JSON {_JSON_NAMES[type(value)]}"

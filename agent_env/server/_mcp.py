@@ -24,13 +24,15 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
-from starlette.types import Receive, Scope, Send
+from starlette.responses import JSONResponse
+from starlette.types import Message, Receive, Scope, Send
 
 from agent_env import __version__
 from agent_env.errors import AgentEnvError, EpisodeStateError, ToolError
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._http import MCP_SESSION_HEADER, error_response
+from agent_env.server._json import NotJsonError, read_json
 from agent_env.server._limits import Limits
 from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, ResetError, ServerUnavailableError
 
@@ -151,11 +153,45 @@ class McpEndpoint:
             error = ServerUnavailableError("the server is not started: its lifespan has not run")
             await error_response(error)(scope, receive, send)
             return
+        headers = Headers(scope=scope)
+        if scope.get("method") == "POST" and "json" in headers.get("content-type", ""):
+            body, receive = await _buffered(receive)
+            try:
+                read_json(body)  # the SDK's parser would keep the last of two equal keys and take NaN
+            except NotJsonError as error:
+                await _parse_error(f"Parse error: the body is not standard JSON: {error}")(
+                    scope, receive, send
+                )
+                return
         await manager.handle_request(scope, receive, send)
         if scope.get("method") == "DELETE":
-            mcp_session_id = Headers(scope=scope).get(MCP_SESSION_HEADER)
+            mcp_session_id = headers.get(MCP_SESSION_HEADER)
             if mcp_session_id:
                 self.sessions.end(mcp_session_id)
+
+
+async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """The whole request body, and a `receive` that hands it over again (the guard has read it in full already)."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return bytes(body), receive
+        body += message.get("body", b"")
+        if not message.get("more_body", False):
+            break
+    replay: list[Message] = [{"type": "http.request", "body": bytes(body), "more_body": False}]
+
+    async def replayed() -> Message:
+        return replay.pop() if replay else await receive()
+
+    return bytes(body), replayed
+
+
+def _parse_error(message: str) -> JSONResponse:
+    """A JSON-RPC parse error, as the SDK answers a body it cannot parse."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": types.PARSE_ERROR, "message": message}}
+    return JSONResponse(body, status_code=400)
 
 
 def _mcp_session_id(ctx: ServerRequestContext[Any, Any]) -> str:

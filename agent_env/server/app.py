@@ -16,7 +16,7 @@ from agent_env.envs import load_environment
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._guard import RequestGuard
-from agent_env.server._http import ControlApi
+from agent_env.server._http import ControlApi, unrouted
 from agent_env.server._limits import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -96,8 +96,10 @@ def build_app(
     app = Starlette(
         routes=[*ControlApi(episodes, sessions).routes(), Route(MCP_PATH, mcp)],
         middleware=[Middleware(RequestGuard, limits=limits)],
+        exception_handlers={404: unrouted, 405: unrouted},
         lifespan=lifespan,
     )
     app.state.episodes = episodes
+    app.state.sessions = sessions
     app.state.limits = limits
     return app

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import reprlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -92,7 +93,7 @@ class Bundle:
         if found is None:
             sizes = ", ".join(f"{split} 0000..{len(ids) - 1:04d}" for split, ids in self.splits.items())
             raise BundleError(
-                f"unknown task id {task_id!r}; task ids look like '{self.name}/train/0007' ({sizes})"
+                f"unknown task id {reprlib.repr(task_id)}; task ids look like '{self.name}/train/0007' ({sizes})"
             )
         return found
 
@@ -114,7 +115,7 @@ def load_bundle(name: str) -> Bundle:
         BundleChecksumError: the file changed since it was built; rebuild it or restore it.
     """
     if not isinstance(name, str) or name not in SPECS:
-        raise BundleError(f"unknown bundle {name!r}; shipped bundles: {', '.join(sorted(SPECS))}")
+        raise BundleError(f"unknown bundle {reprlib.repr(name)}; shipped bundles: {', '.join(sorted(SPECS))}")
     text = bundle_path(name).read_bytes()
     expected = json.loads(MANIFEST.read_text())[name]
     actual = hashlib.sha256(text).hexdigest()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from collections.abc import Sequence
 
 from agent_env.errors import ToolError
@@ -12,6 +13,10 @@ HOURS: tuple[int, ...] = tuple(range(1, 25))
 """Hour-ending hours of one operating day: HE01 is midnight to 01:00, HE24 is 23:00 to midnight."""
 
 ACCEPTED_FORMS = '"HE07", "HE07-HE10", "all", or a list of hours like [7, 8] (hours 1..24)'
+
+_QUOTE = reprlib.Repr()
+_QUOTE.maxstring = _QUOTE.maxother = 60  # a huge hour set is quoted cut short, not echoed whole
+_QUOTE.maxlist = 30
 
 _ONE = re.compile(r"^HE(\d{1,2})$")
 _RANGE = re.compile(r"^HE(\d{1,2})\s*-\s*HE(\d{1,2})$")
@@ -46,7 +51,7 @@ def parse_hours(spec: object) -> tuple[int, ...]:
         return _parse_text(spec)
     if isinstance(spec, Sequence) and not isinstance(spec, bytes):
         return _parse_list(spec)
-    raise HourSetError(f"hour set {spec!r} is not a string or a list; use {ACCEPTED_FORMS}")
+    raise HourSetError(f"hour set {_QUOTE.repr(spec)} is not a string or a list; use {ACCEPTED_FORMS}")
 
 
 def _parse_text(spec: str) -> tuple[int, ...]:
@@ -61,11 +66,11 @@ def _parse_text(spec: str) -> tuple[int, ...]:
         first, last = (_check_hour(int(group), spec) for group in span.groups())
         if first > last:
             raise HourSetError(
-                f"hour set {spec!r} runs backwards; a range goes forward within the day, "
+                f"hour set {_QUOTE.repr(spec)} runs backwards; a range goes forward within the day, "
                 f"e.g. {hour_label(last)}-{hour_label(first)}, or list the hours"
             )
         return tuple(range(first, last + 1))
-    raise HourSetError(f"hour set {spec!r} does not parse; use {ACCEPTED_FORMS}")
+    raise HourSetError(f"hour set {_QUOTE.repr(spec)} does not parse; use {ACCEPTED_FORMS}")
 
 
 def _parse_list(spec: Sequence[object]) -> tuple[int, ...]:
@@ -77,7 +82,7 @@ def _parse_list(spec: Sequence[object]) -> tuple[int, ...]:
         hour = _whole(item)
         if hour is None:
             raise HourSetError(
-                f"hour set {list(spec)!r} holds {item!r}, not a whole hour; use {ACCEPTED_FORMS}"
+                f"hour set {_QUOTE.repr(list(spec))} holds {_QUOTE.repr(item)}, not a whole hour; use {ACCEPTED_FORMS}"
             )
         # Decision: a repeated hour in one list is harmless and is read once.
         hours.add(_check_hour(hour, spec))
@@ -92,5 +97,7 @@ def _whole(item: object) -> int | None:
 
 def _check_hour(hour: int, spec: object) -> int:
     if hour not in HOURS:
-        raise HourSetError(f"hour set {spec!r} names hour {hour}, outside HE01..HE24; use {ACCEPTED_FORMS}")
+        raise HourSetError(
+            f"hour set {_QUOTE.repr(spec)} names hour {hour}, outside HE01..HE24; use {ACCEPTED_FORMS}"
+        )
     return hour

@@ -179,7 +179,9 @@ def test_instances_have_their_own_episode(factory):
     assert first.get_reward() == 0.1 and second.get_reward() == 0.0
 
 
-@pytest.mark.parametrize("template", ["qwen3", "qwen2_5", "llama3_1", "llama3_2", "glm4moe", "lfm2", "muse_glimmer"])
+@pytest.mark.parametrize(
+    "template", ["qwen3", "qwen2_5", "llama3_1", "llama3_2", "glm4moe", "lfm2", "muse_glimmer"]
+)
 def test_templates_that_write_the_schema_unchanged_pass_the_render_check(template):
     environment = EnvironmentFactory(LocalProvider(ToyDesk), chat_template=template)()
     assert isinstance(environment.submit_offers, SchemaTool)

@@ -1,0 +1,73 @@
+"""Read a request body as standard JSON (RFC 8259), refusing what Python's `json` would accept but JSON is not.
+
+Python's `json.loads` takes `NaN` and `Infinity`, turns `1e400` into infinity, keeps the last of two equal keys,
+reads UTF-16 and UTF-32 as well as UTF-8, lets lone surrogates (`"\\ud800"`) into strings (which then cannot be
+written back as UTF-8), and fails with a `RecursionError` on deep nesting. A body the server acts on must mean one
+thing to every reader, so each of these is refused here with a message that says what to send instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from agent_env.schema._validator import short
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class NotJsonError(ValueError):
+    """A request body that is not standard JSON; the message says where and why."""
+
+
+def read_json(body: bytes) -> Any:
+    """The JSON value of a body: UTF-8, finite numbers, unique keys, no lone surrogates, nested within the parser's
+    limit.
+
+    Raises:
+        NotJsonError: The body is not standard JSON.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise NotJsonError(f"it is not UTF-8 text ({error})") from None
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite_float
+        )
+    except RecursionError:
+        raise NotJsonError("it nests arrays and objects too deeply to read") from None
+    except NotJsonError:
+        raise
+    except ValueError as error:
+        raise NotJsonError(f"it is not JSON: {error}") from None
+    if _SURROGATE_ESCAPE.search(text):  # rare, so only then pay for the check
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise NotJsonError(
+                "it escapes a lone UTF-16 surrogate (like \\ud800), which is not a character: send Unicode text"
+            ) from None
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise NotJsonError(f"key {short(twice)} appears twice in one object; send each key once")
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise NotJsonError(f"{name} is not a JSON number (JSON has no NaN or Infinity); send finite numbers")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise NotJsonError(f"the number {short(text)} is too large for a double; send finite numbers")
+    return number

@@ -1,0 +1,94 @@
+"""Normalization keeps meaning: an instance is valid under the published (normalized) schema exactly when it is
+valid under the schema it came from, for pydantic models built from drawn field types and for hand-written
+schemas with `$ref`s, `$defs` and keywords beside the `$ref`s. Instances come from the original and the
+normalized schema (hypothesis-jsonschema) and from random JSON; the reference `jsonschema` (2020-12) judges both schemas, and the
+compiled jsonschema-rs validator the tools use must agree with it on the normalized one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis_jsonschema import from_schema
+from jsonschema import Draft202012Validator
+
+from agent_env.schema import check_schema, normalize, validator_for
+
+from ._schemas import generation_schema
+from ._strategies import JSON, handwritten_schemas, pydantic_schemas
+from .conftest import PROPERTY, TRIED
+
+
+def drawn_from(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Instances hypothesis-jsonschema draws from `schema`, or nothing if it cannot read it."""
+    try:
+        drawn = from_schema(generation_schema(schema))
+        drawn.wrapped_strategy  # noqa: B018 (builds the lazy strategy now, so a schema it cannot read fails here)
+    except Exception:  # it reads draft 7, not every 2020-12 schema
+        return st.nothing()
+    return drawn
+
+
+def instances(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Instances drawn from the original schema and from the normalized one (what one side takes and the other
+    refuses is the difference looked for), and random JSON."""
+    return st.one_of(drawn_from(schema), drawn_from(normalize(schema)), JSON)
+
+
+def agree(original: dict[str, Any], instance: Any, kind: str) -> None:
+    normalized = normalize(original)
+    check_schema(normalized)
+    assert "$ref" not in repr(normalized) and "$defs" not in normalized and "definitions" not in normalized
+    expected = Draft202012Validator(original).is_valid(instance)
+    TRIED[f"normalize/{kind}: {'valid' if expected else 'invalid'} instances"] += 1
+    assert Draft202012Validator(normalized).is_valid(instance) == expected, (original, normalized, instance)
+    assert validator_for(normalized)._validator.is_valid(instance) == expected, (normalized, instance)
+
+
+@PROPERTY
+@given(data=st.data(), schema=pydantic_schemas())
+def test_normalizing_a_pydantic_models_schema_keeps_what_is_valid(data, schema):
+    for _ in range(3):
+        agree(schema, data.draw(instances(schema)), "pydantic models")
+
+
+@PROPERTY
+@given(data=st.data(), schema=handwritten_schemas())
+def test_normalizing_a_handwritten_schema_with_refs_keeps_what_is_valid(data, schema):
+    for _ in range(3):
+        agree(schema, data.draw(instances(schema)), "hand-written $ref schemas")
+
+
+NEIGHBOURS = [
+    (  # additionalProperties beside a $ref sees no properties: nothing may be sent
+        {
+            "$defs": {"P": {"type": "object", "properties": {"a": {}}}},
+            "$ref": "#/$defs/P",
+            "additionalProperties": False,
+        },
+        {"a": 1},
+    ),
+    (  # items beside a $ref applies to every item, not only those past the definition's prefixItems
+        {
+            "$defs": {"T": {"type": "array", "prefixItems": [{"type": "string"}]}},
+            "$ref": "#/$defs/T",
+            "items": {"type": "integer"},
+        },
+        ["a"],
+    ),
+    (  # maxContains beside a $ref has no contains beside it: it constrains nothing
+        {"$defs": {"C": {"type": "array", "contains": {"const": 3}}}, "$ref": "#/$defs/C", "maxContains": 1},
+        [3, 3],
+    ),
+    (  # then beside a $ref has no if beside it: it constrains nothing
+        {"$defs": {"I": {"if": {"type": "integer"}}}, "$ref": "#/$defs/I", "then": {"minimum": 5}},
+        1,
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "instance"), NEIGHBOURS)
+def test_keywords_beside_a_ref_that_read_their_neighbours_keep_their_meaning(schema, instance):
+    agree(schema, instance, "$ref neighbours")

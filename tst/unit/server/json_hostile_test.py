@@ -1,0 +1,68 @@
+"""`read_json` (`_json.py`) takes standard JSON and nothing else: each thing Python's `json` would let through
+that JSON is not is refused with a message that says what to send instead."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_env.server._json import NotJsonError, read_json
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"a": ' + b"[" * 10_000 + b"]" * 10_000 + b"}", "it nests arrays and objects too deeply to read"),
+        (b'{"price": NaN}', "NaN is not a JSON number (JSON has no NaN or Infinity); send finite numbers"),
+        (b'{"price": Infinity}', "Infinity is not a JSON number"),
+        (b'{"price": [-Infinity]}', "-Infinity is not a JSON number"),
+        (b'{"price": 1e400}', 'the number "1e400" is too large for a double; send finite numbers'),
+        (b'{"price": -2E+309}', 'the number "-2E+309" is too large for a double'),
+        (b'{"hours": "HE01", "hours": "all"}', 'key "hours" appears twice in one object; send each key once'),
+        (b'{"curves": [{"hours": 1, "points": [], "hours": 2}]}', 'key "hours" appears twice in one object'),
+        (
+            '{"hours": "HE\xe9"}'.encode("latin-1"),
+            "it is not UTF-8 text ('utf-8' codec can't decode byte 0xe9",
+        ),
+        ('{"hours": "all"}'.encode("utf-16"), "it is not UTF-8 text"),
+        ('{"hours": "all"}'.encode("utf-32"), "it is not UTF-8 text"),
+        ('\ufeff{"hours": "all"}'.encode(), "it is not JSON: Unexpected UTF-8 BOM"),
+        (
+            b'{"text": "\\ud800"}',
+            "it escapes a lone UTF-16 surrogate (like \\ud800), which is not a character",
+        ),
+        (b'{"text": "\\udc00 low"}', "it escapes a lone UTF-16 surrogate"),
+        (b'{"\\uD83D": 1}', "it escapes a lone UTF-16 surrogate"),
+        (b"{nope", "it is not JSON: Expecting property name enclosed in double quotes"),
+        (b'{"a": 1} trailing', "it is not JSON: Extra data"),
+    ],
+)
+def test_what_json_is_not_is_refused_saying_what_to_send(body, message):
+    with pytest.raises(NotJsonError) as refused:
+        read_json(body)
+    assert str(refused.value).startswith(message)
+    assert len(str(refused.value)) < 300
+
+
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("body", "value"),
+    [
+        (
+            b'{"price": 1e308, "mw": -0.0, "n": 12345678901234567890}',
+            {"price": 1e308, "mw": -0.0, "n": 12345678901234567890},
+        ),
+        ('{"text": "héllo \\ud83d\\ude00 ☃"}'.encode(), {"text": "héllo \U0001f600 ☃"}),
+        (b'{"text": "\\\\ud800 is only text"}', {"text": "\\ud800 is only text"}),
+        (b'{"nested": {"a": {"a": {"a": 1}}}, "a": 2}', {"nested": {"a": {"a": {"a": 1}}}, "a": 2}),
+        (b'{"deep": ' + b"[" * 200 + b"]" * 200 + b"}", {"deep": nested(199)}),
+        (b"[1, 2]", [1, 2]),
+    ],
+)
+def test_standard_json_reads_as_python_json_reads_it(body, value):
+    assert read_json(body) == value
