@@ -4,7 +4,7 @@ PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 RUN := $(UV) run --frozen
 
-.PHONY: install test unit-test trl-test lint format bench demo
+.PHONY: install test unit-test trl-test lint format bench soak demo
 
 .venv/.installed: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -36,4 +36,8 @@ demo: install
 	$(RUN) agent-env demo
 
 bench: install
-	@for script in bench/*.py; do echo "== $$script"; PYTHONPATH=. $(RUN) python $$script || exit 1; done
+	@for script in $(filter-out bench/soak.py,$(wildcard bench/*.py)); do \
+		echo "== $$script"; PYTHONPATH=. $(RUN) python $$script || exit 1; done
+
+soak: install
+	PYTHONPATH=. $(RUN) python bench/soak.py
