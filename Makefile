@@ -36,7 +36,7 @@ demo: install
 	$(RUN) agent-env demo
 
 bench: install
-	@for script in $(filter-out bench/soak.py,$(wildcard bench/*.py)); do \
+	@for script in $(filter-out bench/soak.py bench/_%,$(wildcard bench/*.py)); do \
 		echo "== $$script"; PYTHONPATH=. $(RUN) python $$script || exit 1; done
 
 soak: install

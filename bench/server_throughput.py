@@ -14,18 +14,13 @@ two minutes; prints the figures it measured.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import importlib.util
 import multiprocessing
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +29,7 @@ import psutil
 
 from agent_env.envs import load_environment
 from agent_env.session import LocalSession
+from bench._served import served
 
 CONCURRENCY = (1, 16, 64)
 CALLS = {1: 1000, 16: 3200, 64: 3200}
@@ -41,12 +37,6 @@ CALLS = {1: 1000, 16: 3200, 64: 3200}
 CLIENT_PROCESSES = 2
 TARGET_CALLS_PER_S, TARGET_P99_MS = 1000, 50
 MIB = 1024 * 1024
-SERVER = """
-import sys, uvicorn
-from agent_env.server import build_app
-app = build_app(sys.argv[1], max_episodes=4096, call_timeout=30)
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False)
-"""
 
 
 def without_sniffio_import_storm() -> bool:
@@ -84,33 +74,6 @@ def desk_workload() -> Workload | None:
         for h in range(1, 25)
     ]
     return Workload("gridsim-desk", rows, [*book, ("withdraw_offers", {"hours": "all"})])
-
-
-@contextlib.contextmanager
-def server(environment: str) -> Iterator[tuple[str, psutil.Process]]:
-    """The environment served by uvicorn in a subprocess on a free loopback port: (base URL, its process)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-c", SERVER, environment, str(port)], env=os.environ.copy())
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the server for {environment} did not start")
-            time.sleep(0.1)
-        yield url, psutil.Process(process.pid)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 async def open_episodes(client: httpx.AsyncClient, rows: list[dict[str, Any]], count: int) -> list[str]:
@@ -275,7 +238,7 @@ def report(workload: Workload, label: str, live: int, misses: list[str] | None) 
         f"left after closing them: {traced['closed']:+,.1f} KiB; "
         f"after 1,000 more opened and closed: {traced['cycled']:+,.1f} KiB"
     )
-    with server(workload.environment) as (url, process):
+    with served(workload.environment, max_episodes=4096, call_timeout=30) as (url, process):
         rss = asyncio.run(memory(url, process, workload.rows, live))
     print(
         f"  memory (served process RSS): {rss['idle']:.1f} MiB idle, {rss['loaded']:.1f} with {live} live, "
@@ -283,7 +246,7 @@ def report(workload: Workload, label: str, live: int, misses: list[str] | None) 
         f"({rss['cycled'] - rss['closed']:+.1f} MiB); {rss['left']:.0f} episodes live at the end"
     )
     print(f"  {'episodes':>8}  {'calls/s':>9}  {'p50 ms':>7}  {'p99 ms':>7}  {'in process / served':>20}")
-    with server(workload.environment) as (url, _):
+    with served(workload.environment, max_episodes=4096, call_timeout=30) as (url, _):
         for episodes in CONCURRENCY:
             rate, p50, p99 = measure(url, workload, episodes)
             print(f"  {episodes:>8}  {rate:>9,.0f}  {p50:>7.2f}  {p99:>7.2f}  {local / rate:>19,.0f}x")

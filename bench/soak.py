@@ -20,16 +20,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -37,12 +33,8 @@ from urllib.parse import quote
 import httpx
 import psutil
 
-SERVER = """
-import sys, uvicorn
-from agent_env.server import build_app
-app = build_app("gridsim-desk", max_episodes=256, call_timeout=30, idle_timeout=600)
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
-"""
+from bench._served import served
+
 MIB = 1024 * 1024
 OK = frozenset({(200, None)})
 
@@ -239,33 +231,6 @@ async def play(url: str, seed: int, rows: list[dict[str, Any]], deadline: float,
         await episode.send("close", "DELETE", f"/episodes/{episode.episode_id}", frozenset({(204, None)}))
 
 
-@contextlib.contextmanager
-def served() -> Iterator[tuple[str, psutil.Process]]:
-    """The desk served by uvicorn in a subprocess on a free loopback port: (base URL, its process)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-c", SERVER, str(port)], env=os.environ.copy())
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.2)
-        yield url, psutil.Process(process.pid)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 async def sample_memory(process: psutil.Process, every: float, samples: list[tuple[float, float]]) -> None:
     started = time.monotonic()
     while True:
@@ -332,7 +297,7 @@ def main() -> None:
     args = parser.parse_args()
     if not 0 < args.seconds <= 3600 or not 0 < args.episodes <= 256:
         parser.error("--seconds must be in (0, 3600] and --episodes in (0, 256]")
-    with served() as (url, process):
+    with served("gridsim-desk", max_episodes=256, call_timeout=30, idle_timeout=600) as (url, process):
         tally, figures = asyncio.run(soak(url, process, args.seconds, args.episodes))
     clean = report(tally, figures, args.episodes)
     print("clean: every answer was one its action may have" if clean else "NOT CLEAN: see above")

@@ -33,22 +33,9 @@ def tokenizer() -> Any:
 
 @pytest.fixture(scope="session")
 def tiny_model(tokenizer: Any) -> Any:
-    import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from agent_env.inspection.grpo import tiny_qwen3
 
-    torch.manual_seed(0)
-    config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        max_position_embeddings=16384,
-        tie_word_embeddings=True,
-    )
-    return Qwen3ForCausalLM(config)
+    return tiny_qwen3(tokenizer)
 
 
 def grpo_config(output_dir: Any, **overrides: Any) -> Any:

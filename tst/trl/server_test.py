@@ -20,17 +20,8 @@ from agent_env.training import SchemaTool
 from agent_env.training._render_check import expected_rendering, tojson
 from tst.data.toy import ToyDesk
 from tst.trl.conftest import async_rollout_loop, grpo_config
+from tst.trl.grpo_test import MALFORMED, VALID
 from tst.unit.server.running import running
-
-VALID = {
-    "curves": [
-        {"hours": "HE07-HE10", "points": [[-100, 15], [100, 40]]},
-        {"hours": [17, 18, 19], "points": [[0, 50], [80, 90]]},
-        {"hours": "HE20", "points": [[0, 30], [100, 60]]},
-    ],
-    "as_offers": [{"product": "regup", "hours": "HE07", "mw": 10, "price": 4}],
-}
-MALFORMED = {"curves": [{"hours": "HE07", "points": [[0, 10], [100]]}]}
 
 
 def reply(index: int, prompt: str) -> str:
