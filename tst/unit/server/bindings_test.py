@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 async def registry() -> AsyncIterator[EpisodeRegistry]:
-    episodes = EpisodeRegistry(ToyDesk, {}, Limits(idle_timeout=0.2))
+    episodes = EpisodeRegistry(ToyDesk, {}, Limits(idle_timeout=1.0))
     await episodes.start()
     yield episodes
     await episodes.stop()
@@ -36,7 +36,7 @@ async def test_a_session_keeps_its_episode_and_concurrent_first_calls_open_one(r
 async def test_an_expired_episode_is_not_replaced_behind_the_sessions_back(registry):
     sessions = SessionEpisodes(registry)
     episode = await sessions.episode_for("s1")
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(1.2)
     assert await sessions.episode_for("s1") == episode
     with pytest.raises(EpisodeNotFoundError, match="expired or unknown"):
         await registry.call(episode, "add", {"amount": 1})
@@ -56,7 +56,7 @@ async def test_opening_replaces_and_closes_the_previous_episode_and_ending_close
 async def test_bindings_of_sessions_gone_for_the_idle_timeout_are_forgotten(registry):
     sessions = SessionEpisodes(registry)
     await sessions.episode_for("gone")
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(1.2)
     registry.reap()
     await sessions.episode_for("new")
     assert sessions.count() == 1
