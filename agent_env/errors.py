@@ -57,3 +57,6 @@ class SessionClosedError(EpisodeStateError):
     """A session was used after `close`."""
 
     code = "session_closed"
+
+    def __init__(self, message: str = "this session is closed; open a new one") -> None:
+        super().__init__(message)

@@ -133,7 +133,7 @@ class LocalSession(Session):
 
     def _require_open(self) -> None:
         if self.state is EpisodeState.CLOSED:
-            raise SessionClosedError("this session is closed; open a new one")
+            raise SessionClosedError()
 
     def _require_running(self, name: str) -> None:
         self._require_open()

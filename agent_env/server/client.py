@@ -213,7 +213,7 @@ class RemoteSession(Session):
 
     def _require_open(self) -> None:
         if self._closed:
-            raise SessionClosedError("this session is closed; open a new one")
+            raise SessionClosedError()
 
 
 def base_url(url: str) -> str:
