@@ -5,60 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from agent_env.training.templates import load_template
-
-# A template-only tokenizer has no special tokens, but several templates write `bos_token` into the prompt
-# (llama3 fails without one). These are the tokens the families' own tokenizers carry.
-FAMILY_BOS = {
-    "llama3": "<|begin_of_text|>",
-    "gemma": "<bos>",
-    "diffusion_gemma": "<bos>",
-    "cohere": "<BOS_TOKEN>",
-    "deepseek": "<\uff5cbegin\u2581of\u2581sentence\uff5c>",  # fullwidth bars, as DeepSeek writes it
-    "lfm2": "<|startoftext|>",
-}
-FALLBACK_BOS = "<s>"
+from agent_env.training.templates import TemplateSource, resolve_template
 
 
-def bos_token(source: str) -> str:
-    """The BOS token to render a template with: its family's, for a TRL shipped name."""
-    return next((token for family, token in FAMILY_BOS.items() if source.startswith(family)), FALLBACK_BOS)
-
-
-@lru_cache(maxsize=64)
-def chat_tokenizer(source: str) -> Any:
-    """A tokenizer to render with: a tokenizer folder's own tokenizer, else one that carries only the template
-    (and a BOS token), which is all `apply_chat_template` needs to render text."""
-    folder = Path(source)
-    if folder.is_dir() and any(
-        (folder / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json")
-    ):
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        tokenizer.chat_template = load_template(source)
-        return tokenizer
-    from tokenizers import Tokenizer
-    from tokenizers.models import WordLevel
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=Tokenizer(WordLevel({"<unk>": 0}, unk_token="<unk>")), bos_token=bos_token(source)
-    )
-    tokenizer.chat_template = load_template(source)
-    return tokenizer
-
-
-def render(conversation: list[dict[str, Any]], tools: list[Any] | None, template: str) -> str:
-    """The prompt text for `conversation` with `tools`, ready for the model's reply, under `template`."""
-    rendered = chat_tokenizer(template).apply_chat_template(
-        conversation, tools=tools or None, tokenize=False, add_generation_prompt=True
-    )
-    assert isinstance(rendered, str)
-    return rendered
+def render(conversation: list[dict[str, Any]], tools: list[Any] | None, template: TemplateSource) -> str:
+    """The prompt text for `conversation` with `tools`, ready for the model's reply, under `template` (a shipped
+    name, a file, a tokenizer folder, a tokenizer or a `ChatTemplate`)."""
+    return resolve_template(template).render(conversation, tools)
 
 
 def tojson(value: Any) -> str:
@@ -69,11 +24,34 @@ def tojson(value: Any) -> str:
 def shows_exactly(prompt: str, published: dict[str, Any]) -> bool:
     """Whether the prompt shows a tool as published: one JSON object in it (any layout) holds the tool's name and
     its input schema unchanged, and the description is there too (in that object, or as text)."""
-    for value in json_values(prompt):
-        for candidate in _objects(value):
-            if _holds(candidate, published["inputSchema"]) and _holds(candidate, published["name"]):
-                return published["description"] in prompt or _holds(candidate, published["description"])
+    for value in _parsed(prompt):
+        holder = _innermost_holder(value, published["inputSchema"], published["name"])[2]
+        if holder is not None:
+            return published["description"] in prompt or _holds(holder, published["description"])
     return False
+
+
+@lru_cache(maxsize=8)
+def _parsed(prompt: str) -> tuple[Any, ...]:
+    """The JSON values of a prompt, read once however many tools are looked for in it."""
+    return tuple(json_values(prompt))
+
+
+def _innermost_holder(value: Any, schema: Any, name: str) -> tuple[bool, bool, dict[str, Any] | None]:
+    """Whether `value` holds `schema` and `name`, and the innermost object in it that holds both (one pass)."""
+    if value == schema:
+        return True, value == name, None
+    if value == name:
+        return False, True, None
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    has_schema = has_name = False
+    for child in children:
+        child_schema, child_name, holder = _innermost_holder(child, schema, name)
+        if holder is not None:
+            return True, True, holder
+        has_schema, has_name = has_schema or child_schema, has_name or child_name
+    holder = value if has_schema and has_name and isinstance(value, dict) else None
+    return has_schema, has_name, holder
 
 
 def json_values(text: str) -> Iterator[Any]:
@@ -88,15 +66,6 @@ def json_values(text: str) -> Iterator[Any]:
             continue
         yield value
         index = text.find("{", end)
-
-
-def _objects(value: Any) -> Iterator[dict[str, Any]]:
-    """Every object inside a JSON value, innermost first."""
-    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    for child in children:
-        yield from _objects(child)
-    if isinstance(value, dict):
-        yield value
 
 
 def _holds(value: Any, target: Any) -> bool:
