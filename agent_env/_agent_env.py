@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from agent_env.environment import Environment
 from agent_env.envs import DEFAULT_ENVIRONMENT, load_environment
 from agent_env.session import LocalProvider, Provider, Session
-from agent_env.training.templates import DEFAULT_TEMPLATE
+from agent_env.training.templates import TemplateSource
 from agent_env.training.trl import EnvironmentFactory
 
 if TYPE_CHECKING:
@@ -17,32 +17,50 @@ if TYPE_CHECKING:
 class AgentEnv:
     """One environment: `factory` for TRL, `dataset(split)` for its tasks, `open()` for a session in a script.
 
+    Every constructor takes `chat_template=`: the template the factory's render check uses when no TRL trainer
+    calls it (a TRL shipped name, a `.jinja` file, a tokenizer folder, or a tokenizer or processor). A trainer's
+    own template always wins; see `EnvironmentFactory`.
+
     Attributes:
         provider: Where sessions come from.
         factory: The picklable `environment_factory` to give `GRPOTrainer` or AsyncGRPO; a plain attribute.
     """
 
-    def __init__(self, provider: Provider, *, chat_template: str = DEFAULT_TEMPLATE) -> None:
+    def __init__(self, provider: Provider, *, chat_template: TemplateSource | None = None) -> None:
         self.provider = provider
         self.factory = EnvironmentFactory(provider, chat_template=chat_template)
 
     @classmethod
-    def local(cls, environment: str | type[Environment] = DEFAULT_ENVIRONMENT, **config: Any) -> AgentEnv:
+    def local(
+        cls,
+        environment: str | type[Environment] = DEFAULT_ENVIRONMENT,
+        *,
+        chat_template: TemplateSource | None = None,
+        **config: Any,
+    ) -> AgentEnv:
         """An environment in this process: a built-in name (`gridsim-desk`), `module:Class`, or a class.
 
         Args:
             environment: Which environment.
+            chat_template: The template to check when no TRL trainer calls the factory (see the class).
             **config: Passed to the environment's constructor (for the desk, `bundle="desk-v4"`).
         """
         environment_class = load_environment(environment) if isinstance(environment, str) else environment
-        return cls(LocalProvider(environment_class, **config))
+        return cls(LocalProvider(environment_class, **config), chat_template=chat_template)
 
     @classmethod
-    def connect(cls, url: str, *, token: str | None = None, timeout: float = 30.0) -> AgentEnv:
+    def connect(
+        cls,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        chat_template: TemplateSource | None = None,
+    ) -> AgentEnv:
         """An environment served by `agent-env serve` (or `build_app`) at `url`; needs the `server` extra."""
         from agent_env.server.client import RemoteProvider
 
-        return cls(RemoteProvider(url, token=token, timeout=timeout))
+        return cls(RemoteProvider(url, token=token, timeout=timeout), chat_template=chat_template)
 
     def tools(self) -> list[dict[str, Any]]:
         """The published tools: `name`, `description`, `inputSchema`."""

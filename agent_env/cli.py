@@ -148,13 +148,20 @@ def render(
         typer.Option(
             "--template",
             "-t",
-            help="A TRL shipped template (qwen3, llama3_1, gptoss, ...), a .jinja file, or a tokenizer folder.",
+            help="A TRL shipped template (qwen3, llama3_1, gemma4, gptoss, ...), a .jinja file, or a tokenizer "
+            "folder.",
         ),
     ] = DEFAULT_TEMPLATE,
     lossy: Annotated[
         bool,
         typer.Option(
             "--lossy", help="Show TRL's method schemas (get_json_schema) instead of the published ones."
+        ),
+    ] = False,
+    stock: Annotated[
+        bool,
+        typer.Option(
+            "--stock", help="Show the published schemas as the template alone does, without lowering."
         ),
     ] = False,
     split: Annotated[
@@ -165,19 +172,29 @@ def render(
     """Print the exact prompt the model gets for its first turn, tool block included.
 
     The conversation is the split's first row's prompt with the reset observation appended, as TRL builds it (a plain
-    user turn when ENV has no dataset). The prompt goes to stdout; a one-line summary to stderr.
+    user turn when ENV has no dataset). The tools are the SchemaTools `env.factory` builds for the template: the
+    published schemas, lowered for Gemma 4 and gpt-oss templates so that nothing is lost (--stock: as published,
+    whatever the template drops). The prompt goes to stdout; a one-line summary to stderr.
     """
     from agent_env.inspection.probe import first_turn, method_tools, schema_tools, trl_instance
     from agent_env.inspection.targets import open_environment
-    from agent_env.training.rendering import render as render_prompt
+    from agent_env.training.families import family_of
+    from agent_env.training.templates import resolve_template
 
     with _reported("render"):
         env = open_environment(environment, token=token)
-        with trl_instance(env) as instance:
+        chat_template = resolve_template(template)
+        with trl_instance(env, None if stock or lossy else chat_template) as instance:
             conversation = first_turn(env, instance, split)
             shown = method_tools(instance) if lossy else schema_tools(instance)
-            prompt = render_prompt(conversation, shown, template)
-    kind = "method schemas (the lossy path)" if lossy else "published schemas (SchemaTools)"
+            prompt = chat_template.render(conversation, shown)
+    family = family_of(chat_template.text)
+    if lossy:
+        kind = "method schemas (the lossy path)"
+    elif family is not None and not stock:
+        kind = f"published schemas lowered for {family.name} (SchemaTools)"
+    else:
+        kind = "published schemas (SchemaTools)"
     typer.echo(f"# {env.provider.name} under {template}: {len(shown)} tools as {kind}", err=True)
     typer.echo(prompt, nl=False)
 
@@ -194,23 +211,29 @@ def check(
             "separated by commas.",
         ),
     ] = "all",
+    stock: Annotated[
+        bool,
+        typer.Option("--stock", help="Judge each template alone, without the Gemma 4 and gpt-oss lowerings."),
+    ] = False,
     json_output: JsonOption = False,
     token: TokenOption = None,
 ) -> None:
     """The fidelity matrix: how each chat template shows each of ENV's tools, and their token cost.
 
-    Each tool is rendered alone: exact (its published schema's JSON appears unchanged), transformed (the template
-    rewrites it; the keywords whose removal leaves the prompt unchanged are listed as lost), lost (no trace of it), or
-    fails (the template raises). Tokens: the real Qwen3 tokenizer under qwen3, method schemas against published ones.
-    Exits 1 when a tool is not exact under a template named explicitly.
+    Each tool is rendered alone, as env.factory builds it for the template: exact (its published schema's JSON
+    appears unchanged), lossless (the template rewrites it, lowered for Gemma 4 and gpt-oss, and removing or
+    changing any keyword still changes the prompt), transformed (some keywords do not reach the model: listed),
+    no tool block, or fails (the template raises). Tokens: the real Qwen3 tokenizer under qwen3, method schemas
+    against published ones. Exits 1 when a tool is neither exact nor lossless under a template named explicitly.
     """
-    from agent_env.inspection.fidelity import FIDELITY_PROBE, template_fidelity
     from agent_env.inspection.probe import method_tools, schema_tools, trl_instance
     from agent_env.inspection.targets import open_environment
     from agent_env.inspection.tokens import tool_tokens
     from agent_env.inspection.views import fidelity_json, show_fidelity, show_tokens
     from agent_env.schema import fingerprint
-    from agent_env.training.templates import shipped_template_names
+    from agent_env.training.families import family_of
+    from agent_env.training.fidelity import PROBE, template_fidelity
+    from agent_env.training.templates import resolve_template, shipped_template_names
 
     explicit = templates != "all"
     with _reported("check"):
@@ -225,10 +248,14 @@ def check(
             )
         env = open_environment(environment, token=token)
         published = env.tools()
+        chat_templates = [resolve_template(name) for name in names]
+        reports = [
+            template_fidelity(chat_template, published, None if stock else family_of(chat_template.text))
+            for chat_template in chat_templates
+        ]
         with trl_instance(env) as instance:
-            reports = [template_fidelity(name, schema_tools(instance), published) for name in names]
             try:
-                tokens = tool_tokens(FIDELITY_PROBE, schema_tools(instance), method_tools(instance))
+                tokens = tool_tokens(PROBE, schema_tools(instance), method_tools(instance))
             except LookupError as error:
                 typer.echo(f"agent-env check: no token counts: {error}", err=True)
                 tokens = None
@@ -241,9 +268,11 @@ def check(
         if tokens is not None:
             console.print()
             show_tokens(console, tokens)
-    inexact = [report.template for report in reports if not report.is_exact()]
-    if explicit and inexact:
-        typer.echo(f"agent-env check: not every tool is exact under {', '.join(inexact)}", err=True)
+    losing = [report.template for report in reports if not report.shows_every_tool()]
+    if explicit and losing:
+        typer.echo(
+            f"agent-env check: not every tool reaches the model whole under {', '.join(losing)}", err=True
+        )
         raise typer.Exit(1)
 
 

@@ -21,11 +21,11 @@ from agent_env import AgentEnv, ToolError
 from agent_env.envs import DEFAULT_ENVIRONMENT
 from agent_env.envs.gridsim.baselines import arbitrage_with_as
 from agent_env.envs.gridsim.bundle import load_bundle
-from agent_env.inspection.fidelity import FIDELITY_PROBE
 from agent_env.inspection.probe import method_tools, schema_tools
 from agent_env.inspection.rendering import differing_lines
 from agent_env.inspection.tokens import TOKEN_TEMPLATE, tool_tokens
 from agent_env.schema import fingerprint
+from agent_env.training.fidelity import PROBE
 from agent_env.training.rendering import render
 
 TASK_ID = "desk-v4/test/0000"
@@ -35,7 +35,7 @@ MALFORMED = {"curves": [{"hours": "HE18", "points": [[0, 40], ["60", 45, 1]]}]}
 
 def run_demo(console: Console, *, train: bool = False, model: str | None = None, steps: int = 2) -> None:
     """The demo, printed to `console`; with `train`, `steps` GRPO steps after the episode."""
-    env = AgentEnv.local(DEFAULT_ENVIRONMENT)
+    env = AgentEnv.local(DEFAULT_ENVIRONMENT, chat_template=TOKEN_TEMPLATE)
     desk = build_factory(console, env)
     show_tool_block(console, desk)
     play_episode(console, desk)
@@ -68,9 +68,9 @@ def show_tool_block(console: Console, desk: Any) -> None:
     full = next(tool for tool in schema_tools(desk) if getattr(tool, "__name__", None) == SHOWN_TOOL)
     lossy = next(tool for tool in method_tools(desk) if tool.__name__ == SHOWN_TOOL)
     full_text, lossy_text = differing_lines(
-        render(FIDELITY_PROBE, [full], TOKEN_TEMPLATE), render(FIDELITY_PROBE, [lossy], TOKEN_TEMPLATE)
+        render(PROBE, [full], TOKEN_TEMPLATE), render(PROBE, [lossy], TOKEN_TEMPLATE)
     )
-    tokens = {row.tool: row for row in tool_tokens(FIDELITY_PROBE, schema_tools(desk), method_tools(desk))}
+    tokens = {row.tool: row for row in tool_tokens(PROBE, schema_tools(desk), method_tools(desk))}
     table = Table(show_lines=True, expand=True)
     table.add_column(f"agent_env: the published schema ({tokens[SHOWN_TOOL].full} tokens)", ratio=1)
     table.add_column(f"TRL's method schema, the lossy path ({tokens[SHOWN_TOOL].lossy} tokens)", ratio=1)
@@ -88,8 +88,11 @@ def play_episode(console: Console, desk: Any, task_id: str = TASK_ID) -> None:
     _call(console, f'reset(task_id="{task_id}")', desk.reset(task_id=task_id))
     try:
         desk.submit_dam_offers(**MALFORMED)
-    except ToolError as error:  # TRL catches this and gives the model {"error": str(error)}
-        _call(console, f"{SHOWN_TOOL}({json.dumps(MALFORMED)})", f"raises; the model gets back:\n{error}")
+    except (
+        ToolError
+    ) as error:  # TRL catches this, counts a failed call, and gives the model str({"error": ...})
+        told = str({"error": str(error)})
+        _call(console, f"{SHOWN_TOOL}({json.dumps(MALFORMED)})", f"raises; TRL gives the model:\n{told}")
     bundle = load_bundle(task_id.split("/")[0])
     offers = arbitrage_with_as(bundle.day(task_id).forecast, bundle.battery)
     _call(

@@ -9,7 +9,9 @@ from typing import Any
 
 from agent_env._agent_env import AgentEnv
 from agent_env.schema import fingerprint
-from agent_env.training._render_check import discovered_tools
+from agent_env.training._render_check import discovered_tools, plan_tools
+from agent_env.training.families import family_of
+from agent_env.training.templates import ChatTemplate
 from agent_env.training.trl import TRLEnvironment, environment_class
 
 PLAIN_TURN = "Begin."
@@ -17,11 +19,16 @@ PLAIN_TURN = "Begin."
 
 
 @contextmanager
-def trl_instance(env: AgentEnv) -> Iterator[TRLEnvironment]:
-    """A TRL-facing instance of `env`'s tool set, built as `env.factory()` builds it but without the render check
-    (an inspection must show what a template does, not refuse it); its session is closed on exit."""
+def trl_instance(env: AgentEnv, template: ChatTemplate | None = None) -> Iterator[TRLEnvironment]:
+    """A TRL-facing instance of `env`'s tool set, built as `env.factory()` builds it for `template` (its
+    SchemaTools lowered for the template's family where it needs that; as published without a template), but
+    without the refusal (an inspection must show what a template does, not refuse it); its session is closed on
+    exit."""
     published = env.tools()
-    environment_type = environment_class(env.provider.name, published, fingerprint(published))
+    shown = None
+    if template is not None:
+        shown = [plan.shown for plan in plan_tools(template, published, family_of(template.text))]
+    environment_type = environment_class(env.provider.name, published, fingerprint(published), shown)
     session = env.provider.open()
     try:
         yield environment_type(session)

@@ -10,11 +10,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent_env.inspection.fidelity import TemplateFidelity, ToolFidelity
 from agent_env.inspection.rollout import PolicySummary
 from agent_env.inspection.tokens import TOKEN_TEMPLATE, TOKENIZER_NAME, ToolTokens
+from agent_env.training.fidelity import TemplateFidelity, ToolFidelity
 
-STATUS_STYLES = {"exact": "green", "transformed": "yellow", "lost": "red", "fails": "red", "mixed": "yellow"}
+STATUS_STYLES = {
+    "exact": "green",
+    "lossless": "green",
+    "transformed": "yellow",
+    "no tool block": "red",
+    "fails": "red",
+    "mixed": "yellow",
+}
 
 
 def show_tools(console: Console, listing: dict[str, Any]) -> None:
@@ -43,7 +50,7 @@ def show_tools(console: Console, listing: dict[str, Any]) -> None:
 
 
 def show_fidelity(console: Console, environment: str, tool_set: str, reports: list[TemplateFidelity]) -> None:
-    """The fidelity matrix, templates with identical outcomes grouped, then what each transforming template loses."""
+    """The fidelity matrix, templates with identical outcomes grouped, then what each losing template loses."""
     groups: dict[str, list[TemplateFidelity]] = {}
     for report in reports:
         groups.setdefault(json.dumps([vars(tool) for tool in report.tools]), []).append(report)
@@ -51,7 +58,7 @@ def show_fidelity(console: Console, environment: str, tool_set: str, reports: li
     console.print(
         f"How {'1 chat template shows' if len(reports) == 1 else f'{len(reports)} chat templates show'} "
         f"[bold]{environment}[/]'s {tools} tools (tool set {tool_set}), each tool rendered alone through "
-        "apply_chat_template"
+        "apply_chat_template as env.factory builds it"
     )
     table = Table(show_edge=False, pad_edge=False, show_lines=True)
     table.add_column("Template(s)", ratio=2)
@@ -66,17 +73,13 @@ def show_fidelity(console: Console, environment: str, tool_set: str, reports: li
         )
     console.print(table)
     for members in groups.values():
-        losing = [
-            tool
-            for tool in members[0].tools
-            if tool.status in ("transformed", "fails") and (tool.lost or tool.error)
-        ]
+        losing = [tool for tool in members[0].tools if tool.status in ("transformed", "fails")]
         if not losing:
             continue
         console.print(f"\n[bold]{', '.join(member.template for member in members)}[/]: lost per tool")
         detail = Table(show_edge=False, pad_edge=False)
         detail.add_column("Tool", no_wrap=True)
-        detail.add_column("Lost (removing it leaves the prompt unchanged)")
+        detail.add_column("Lost (removing it, or changing its value, leaves the prompt unchanged)")
         for tool in losing:
             detail.add_row(tool.tool, Text(tool.error or ", ".join(tool.lost)))
         console.print(detail)
@@ -87,13 +90,22 @@ def _verdict_text(report: TemplateFidelity) -> str:
     if verdict == "mixed":
         counts = Counter(tool.status for tool in report.tools)
         return "mixed: " + ", ".join(f"{count} {status}" for status, count in counts.items())
-    return verdict
+    lowerings = sorted({tool.lowering for tool in report.tools if tool.lowering})
+    return f"{verdict} ({', '.join(lowerings)} lowering)" if lowerings and verdict != "exact" else verdict
 
 
 def _loss_summary(report: TemplateFidelity) -> str:
     verdict = report.verdict()
     if verdict == "exact":
         return "nothing: every schema's JSON appears unchanged"
+    if verdict == "lossless":
+        lowered = any(tool.lowering for tool in report.tools)
+        how = (
+            "restated in descriptions where the template drops them"
+            if lowered
+            else "in the template's own layout"
+        )
+        return f"nothing: every keyword reaches the model, {how}"
     if verdict == "no tool block":
         return "every tool: the template writes no tool block"
     failures = [tool for tool in report.tools if tool.status == "fails"]
@@ -102,17 +114,15 @@ def _loss_summary(report: TemplateFidelity) -> str:
     lost = Counter(_keyword(label) for tool in report.tools for label in tool.lost)
     parts = [f"{keyword} x{count}" if count > 1 else keyword for keyword, count in lost.most_common()]
     losing = sum(1 for tool in report.tools if tool.lost)
-    summary = (
-        f"{losing} of {len(report.tools)} tools lose keywords: {', '.join(parts)}"
-        if parts
-        else "nothing: the schemas are rewritten, every keyword still shows"
-    )
-    extra = [f"{tool.tool} {tool.status}" for tool in report.tools if tool.status in ("lost", "fails")]
-    return summary + (f"; {', '.join(extra)}" if extra else "")
+    summary = f"{losing} of {len(report.tools)} tools lose keywords: {', '.join(parts)}" if parts else ""
+    extra = [
+        f"{tool.tool} {tool.status}" for tool in report.tools if tool.status in ("no tool block", "fails")
+    ]
+    return "; ".join(part for part in (summary, ", ".join(extra)) if part)
 
 
 def _keyword(label: str) -> str:
-    return label.rsplit(".", 1)[-1]
+    return label.removesuffix(" (value)").rsplit(".", 1)[-1]
 
 
 def show_tokens(console: Console, rows: list[ToolTokens]) -> None:
@@ -164,6 +174,7 @@ def fidelity_json(
                 "template": report.template,
                 "verdict": report.verdict(),
                 "renders_tools": report.renders_tools(),
+                "shows_every_tool": report.shows_every_tool(),
                 "tools": [_tool_json(tool) for tool in report.tools],
             }
             for report in reports
@@ -183,7 +194,8 @@ def _tool_json(tool: ToolFidelity) -> dict[str, Any]:
     return {
         "tool": tool.tool,
         "status": tool.status,
-        "lost": tool.lost,
+        "lowering": tool.lowering,
+        "lost": list(tool.lost),
         "tested": tool.tested,
         "error": tool.error,
     }

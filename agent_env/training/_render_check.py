@@ -1,20 +1,75 @@
-"""The build-time check: render every tool as TRL would and refuse to start if the model would see another schema."""
+"""The build-time check: what each tool shows the model under a chat template, and a refusal if anything is lost.
+
+`plan_tools` decides, per published tool, what its SchemaTool carries: the published tool itself when the template
+shows it exactly, otherwise the template family's lowering, and judges it (`agent_env.training.fidelity`).
+`render_check` then looks at an environment instance the way TRL does: every tool but `end_turn` must be a
+SchemaTool carrying what was judged, `end_turn` its method; the prompt of all tools together must carry each tool's
+judged part; and every tool must be exact or lossless. Otherwise it raises, naming each tool and what it loses.
+"""
 
 from __future__ import annotations
 
 import inspect
 import threading
+from dataclasses import dataclass
 from typing import Any
 
+from agent_env.errors import AgentEnvError
 from agent_env.tools import END_TURN
 from agent_env.training._tools import SchemaTool
+from agent_env.training.families import Family, gemma4, lower
+from agent_env.training.fidelity import PROBE, ToolFidelity, entry, tool_fidelity, tool_part
+from agent_env.training.keywords import MARK
 from agent_env.training.rendering import render, shows_exactly, tojson
+from agent_env.training.templates import ChatTemplate
 
-__all__ = ["discovered_tools", "expected_rendering", "render_check", "render_tools", "tojson"]
+__all__ = [
+    "RenderCheckError",
+    "ToolPlan",
+    "discovered_tools",
+    "expected_rendering",
+    "plan_tools",
+    "render_check",
+    "render_tools",
+    "tojson",
+]
 
 _checked: set[tuple[str, str]] = set()
 _checked_lock = threading.Lock()
-_PROBE_CONVERSATION = [{"role": "user", "content": "Begin."}]
+expected_rendering = entry
+
+
+class RenderCheckError(AgentEnvError, RuntimeError):
+    """Under the chat template the trainer renders, the model would not see every tool's every constraint."""
+
+    code = "render_check"
+
+
+@dataclass(frozen=True)
+class ToolPlan:
+    """What one tool shows the model under a template.
+
+    Attributes:
+        published: The tool as published.
+        shown: What its SchemaTool carries: the published tool, or its lowering for the template's family.
+        fidelity: The verdict on it.
+    """
+
+    published: dict[str, Any]
+    shown: dict[str, Any]
+    fidelity: ToolFidelity
+
+
+def plan_tools(
+    template: ChatTemplate, published: list[dict[str, Any]], family: Family | None
+) -> list[ToolPlan]:
+    """What each published tool shows the model under `template`, and the verdict on it."""
+    plans = []
+    for tool in published:
+        fidelity = tool_fidelity(template, tool, family)
+        lowered = fidelity.status not in ("exact", "no tool block", "fails") and family is not None
+        plans.append(ToolPlan(tool, lower(tool, family) if lowered else dict(tool), fidelity))
+    return plans
 
 
 def discovered_tools(instance: object) -> list[Any]:
@@ -26,66 +81,91 @@ def discovered_tools(instance: object) -> list[Any]:
     ]
 
 
-def expected_rendering(published: dict[str, Any]) -> dict[str, Any]:
-    """The tool entry the model must see for a published tool: the function wrapper around its input schema."""
-    return {
-        "type": "function",
-        "function": {
-            "name": published["name"],
-            "description": published["description"],
-            "parameters": published["inputSchema"],
-        },
-    }
-
-
 def render_check(
-    instance: object, published: list[dict[str, Any]], tool_set: str, chat_template: str
+    instance: object, plans: list[ToolPlan], tool_set: str, template: ChatTemplate, family: Family | None
 ) -> None:
-    """Raise `RuntimeError` naming every tool the model would not see as published.
+    """Raise `RenderCheckError` naming every tool the model would not see with all its constraints.
 
-    Runs once per process, tool set and template. Every tool but `end_turn` must be a SchemaTool that the prompt
-    shows exactly as published (its input schema unchanged, in whatever layout the template writes JSON);
-    `end_turn` must show its method schema.
+    Runs once per process, tool set and template.
     """
-    key = (tool_set, chat_template)
+    key = (tool_set, template.key)
     with _checked_lock:
         if key in _checked:
             return
-    from transformers.utils import get_json_schema
-
     tools = discovered_tools(instance)
     found = {getattr(tool, "__name__", None): tool for tool in tools}
-    rendered = render_tools(tools, chat_template)
-    problems = []
-    for tool in published:
-        name = tool["name"]
-        if name not in found:
-            problems.append(f"{name} (not found on the environment the way TRL looks for tools)")
-            continue
-        if name == END_TURN:
-            method = get_json_schema(found[name])["function"]
-            expected = {
-                "name": name,
-                "description": method["description"],
-                "inputSchema": method["parameters"],
-            }
-        elif not isinstance(found[name], SchemaTool):
-            problems.append(f"{name} (TRL would call a {type(found[name]).__name__}, not its SchemaTool)")
-            continue
-        else:
-            expected = tool
-        if not shows_exactly(rendered, expected):
-            problems.append(f"{name} (the prompt does not show its published schema)")
+    prompt = template.render(PROBE, tools)  # the tool block TRL renders: all tools at once
+    problems: list[str] = []
+    for plan in plans:
+        problems += _tool_problems(plan, found.get(plan.published["name"]), template, prompt)
+    if family is not None and family.name == gemma4.NAME:
+        problems += _dropped_names(plans, template)
     if problems:
-        raise RuntimeError(
-            f"refusing to build: under chat template {chat_template!r} the model would not see these tools as "
-            f"published: {'; '.join(problems)}. transformers must render a dict tool unchanged, and the template "
-            "must write its JSON (`agent-env check` shows what each shipped template does)."
+        raise RenderCheckError(
+            f"refusing to build: under {_named(template)} the model would not see every tool with all its "
+            "constraints:\n" + "\n".join(f"- {problem}" for problem in problems) + "\n`agent-env check -t "
+            "TEMPLATE` shows what a template does with each tool; exact and lossless templates are listed in the "
+            "README."
         )
     with _checked_lock:
         _checked.add(key)
 
 
-def render_tools(tools: list[Any], chat_template: str) -> str:
+def _tool_problems(plan: ToolPlan, tool: Any, template: ChatTemplate, prompt: str) -> list[str]:
+    name = plan.published["name"]
+    if tool is None:
+        return [f"{name}: not found on the environment the way TRL looks for tools"]
+    if name == END_TURN:
+        from transformers.utils import get_json_schema
+
+        method = get_json_schema(tool)["function"]
+        shown = {"name": name, "description": method["description"], "inputSchema": method["parameters"]}
+        fidelity = tool_fidelity(template, shown, None)
+    elif not isinstance(tool, SchemaTool):
+        return [f"{name}: TRL would call a {type(tool).__name__}, not its SchemaTool"]
+    elif dict(tool) != entry(plan.shown):
+        return [f"{name}: its SchemaTool does not carry the schema that was checked"]
+    else:
+        shown, fidelity = plan.shown, plan.fidelity
+    if not fidelity.shown:
+        return [_verdict_problem(fidelity)]
+    exact = fidelity.status == "exact"
+    if not (shows_exactly(prompt, shown) if exact else tool_part(template, shown) in prompt):
+        return [f"{name}: the prompt with every tool does not show it as it shows alone"]
+    return []
+
+
+def _verdict_problem(fidelity: ToolFidelity) -> str:
+    if fidelity.status == "fails":
+        return f"{fidelity.tool}: the template raises ({fidelity.error})"
+    if fidelity.status == "no tool block":
+        return f"{fidelity.tool}: the template writes no trace of it"
+    lowered = f" even after the {fidelity.lowering} lowering" if fidelity.lowering else ""
+    return f"{fidelity.tool}: loses {', '.join(fidelity.lost)}{lowered}"
+
+
+def _dropped_names(plans: list[ToolPlan], template: ChatTemplate) -> list[str]:
+    """Gemma 4 revisions that leave out properties named like schema keywords (gemma4_v2, gemma4_v3)."""
+    probe = {
+        "name": "probe",
+        "description": "",
+        "inputSchema": {"type": "object", "properties": {"type": {"type": "string", "description": MARK}}},
+    }
+    if MARK in template.render(PROBE, [entry(probe)]):
+        return []
+    return [
+        f"{plan.published['name']}: parameter '{path}' is left out of the prompt by this Gemma 4 template revision, "
+        f"which drops parameters named {', '.join(gemma4.STANDARD_KEYS)}; rename it (a pydantic alias keeps the "
+        "argument's name in Python), or train with a revision that keeps them (TRL's gemma4, gemma4_v4 or gemma4_v5)"
+        for plan in plans
+        for path in gemma4.keyword_named_properties(plan.shown["inputSchema"])
+    ]
+
+
+def _named(template: ChatTemplate) -> str:
+    return template.label if " " in template.label else f"chat template {template.label!r}"
+
+
+def render_tools(tools: list[Any], chat_template: Any) -> str:
     """The prompt text for a first user turn with `tools`, through the real `apply_chat_template`."""
-    return render(_PROBE_CONVERSATION, tools, chat_template)
+    return render(PROBE, tools, chat_template)

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
+import sys
 import threading
 from typing import Any
 
+from agent_env.schema import fingerprint
 from agent_env.session import Provider, Session
 from agent_env.tools import END_TURN
 from agent_env.training._methods import tool_method
-from agent_env.training._render_check import discovered_tools, render_check
+from agent_env.training._parsing import prepare_parsing
+from agent_env.training._render_check import discovered_tools, plan_tools, render_check
 from agent_env.training._tools import AsyncSchemaTool, SchemaTool
-from agent_env.training.templates import DEFAULT_TEMPLATE
+from agent_env.training._trainer import Trainer, calling_trainer
+from agent_env.training.families import family_of
+from agent_env.training.templates import DEFAULT_TEMPLATE, ChatTemplate, TemplateSource, resolve_template
 
 logger = logging.getLogger("agent_env")
 
@@ -23,22 +29,24 @@ class TRLEnvironment:
     """Base of the classes TRL sees: `reset`, `get_reward`, and (in each subclass) one function per tool.
 
     Each instance sets a `SchemaTool` over every tool function but `end_turn`, so TRL, which lists functions on the
-    class and fetches each from the instance, renders the published schema and calls the SchemaTool. Nothing here is
-    a property: TRL never evaluates anything by listing the class.
+    class and fetches each from the instance, renders the schema the render check judged (the published one, or its
+    lowering for the template's family) and calls the SchemaTool, which validates against the published schema.
+    Nothing here is a property: TRL never evaluates anything by listing the class.
     """
 
     _published: tuple[dict[str, Any], ...] = ()
+    _shown: tuple[dict[str, Any], ...] = ()
 
     def __init__(self, session: Session) -> None:
         self._session = session
-        for published in self._published:
+        for published, shown in zip(self._published, self._shown or self._published, strict=True):
             name = published["name"]
             if name == END_TURN:
                 continue
             if session.is_async(name):
-                setattr(self, name, AsyncSchemaTool(published, session.acall_tool))
+                setattr(self, name, AsyncSchemaTool(published, session.acall_tool, shown=shown))
             else:
-                setattr(self, name, SchemaTool(published, session.call_tool))
+                setattr(self, name, SchemaTool(published, session.call_tool, shown=shown))
 
     def reset(self, **row: Any) -> str | None:
         """Start an episode from a dataset row; returns the observation TRL appends to the prompt."""
@@ -49,19 +57,24 @@ class TRLEnvironment:
         return self._session.reward()
 
 
-_classes: dict[tuple[str, str], type[TRLEnvironment]] = {}
+_classes: dict[tuple[str, str, str], type[TRLEnvironment]] = {}
 _classes_lock = threading.Lock()
 
 
-def environment_class(name: str, published: list[dict[str, Any]], fingerprint: str) -> type[TRLEnvironment]:
-    """The TRL-facing class for one tool set: made fresh once per (name, tool set), never by mutating a shared one."""
-    key = (name, fingerprint)
+def environment_class(
+    name: str, published: list[dict[str, Any]], tool_set: str, shown: list[dict[str, Any]] | None = None
+) -> type[TRLEnvironment]:
+    """The TRL-facing class for one tool set, shown as `shown` (default: as published): made fresh once per
+    (name, tool set, what is shown), never by mutating a shared one."""
+    shown = shown if shown is not None else published
+    key = (name, tool_set, fingerprint(shown))
     with _classes_lock:
         if key not in _classes:
             namespace: dict[str, Any] = {
                 "__module__": __name__,
-                "__doc__": f"{name} as a TRL environment (tool set {fingerprint}).",
+                "__doc__": f"{name} as a TRL environment (tool set {tool_set}).",
                 "_published": tuple(published),
+                "_shown": tuple(shown),
             }
             for tool in published:
                 namespace[tool["name"]] = tool_method(tool, f"{name}.{tool['name']}")
@@ -88,51 +101,106 @@ def check_trl_version() -> None:
 class EnvironmentFactory:
     """A picklable, zero-argument factory of TRL environments: `GRPOTrainer(environment_factory=factory)`.
 
-    The first call in a process builds the TRL-facing class for the provider's tool set and runs the render check:
-    every tool, discovered the way TRL discovers it, is rendered through `apply_chat_template` with `chat_template`
-    (TRL's Qwen3 template by default) and must show exactly its published schema, or the call raises
-    `RuntimeError` naming every tool that differs. Later calls only open a session.
+    The first call for a chat template builds the TRL-facing class and runs the render check under it: every tool,
+    discovered the way TRL discovers it, must reach the model exact or lossless (see `agent_env.training.fidelity`),
+    lowered for the template's family (Gemma 4, gpt-oss) where the template would drop part of it; otherwise the
+    call raises `RenderCheckError` naming each tool and what it loses. Later calls only open a session.
+
+    Which template: when a TRL trainer calls the factory (GRPOTrainer, AsyncGRPO's rollout worker), the one that
+    trainer renders with, read off its processing class, whatever `chat_template` says. Otherwise `chat_template`,
+    and when that is not given either, TRL's Qwen3 template, with one warning if TRL is loaded (a trainer the
+    factory does not recognise may render another).
 
     Args:
         provider: Where sessions come from (`LocalProvider`, or a server's provider).
-        chat_template: The template the render check uses: a TRL shipped name, a file, or a tokenizer folder.
+        chat_template: The template to check when no trainer calls: a TRL shipped name, a `.jinja` file, a tokenizer
+            folder, or a tokenizer or processor.
     """
 
-    def __init__(self, provider: Provider, *, chat_template: str = DEFAULT_TEMPLATE) -> None:
+    def __init__(self, provider: Provider, *, chat_template: TemplateSource | None = None) -> None:
         self.provider = provider
         self.chat_template = chat_template
-        self._class: type[TRLEnvironment] | None = None
+        self._classes: dict[str, type[TRLEnvironment]] = {}
         self._lock = threading.Lock()
+        self._warned = False
 
     def __call__(self) -> TRLEnvironment:
-        if self._class is not None:
-            return self._class(self.provider.open())
-        with self._lock:
-            if self._class is None:
-                return self._build()
-        return self._class(self.provider.open())
+        trainer = calling_trainer()
+        template = self._template(trainer)
+        environment_type = self._classes.get(template.key)
+        if environment_type is None:
+            with self._lock:
+                if template.key not in self._classes:
+                    return self._build(template, trainer)
+            environment_type = self._classes[template.key]
+        return environment_type(self.provider.open())
 
-    def _build(self) -> TRLEnvironment:
+    def _template(self, trainer: Trainer | None) -> ChatTemplate:
+        if trainer is not None:
+            return trainer.template
+        if self.chat_template is not None:
+            return resolve_template(self.chat_template)
+        template = resolve_template(DEFAULT_TEMPLATE)
+        if "trl" in sys.modules and not self._warned:
+            self._warned = True
+            logger.warning(
+                "agent_env: checked %s's tools under chat template %r, the default: no TRL trainer that agent_env "
+                "recognises called this factory, so the template it renders with is unknown. If your trainer renders "
+                "another, pass it: AgentEnv.local(..., chat_template=tokenizer) (or a template name, .jinja file or "
+                "tokenizer folder).",
+                self.provider.name,
+                DEFAULT_TEMPLATE,
+            )
+        return template
+
+    def _build(self, template: ChatTemplate, trainer: Trainer | None) -> TRLEnvironment:
         from agent_env.schema import fingerprint
 
         check_trl_version()
         published = self.provider.tools()
         tool_set = fingerprint(published)
-        environment_type = environment_class(self.provider.name, published, tool_set)
+        family = family_of(template.text)
+        plans = plan_tools(template, published, family)
+        environment_type = environment_class(
+            self.provider.name, published, tool_set, [plan.shown for plan in plans]
+        )
         probe = environment_type(self.provider.open())
-        render_check(probe, published, tool_set, self.chat_template)
-        logger.info("agent_env: %s, %d tools, tool set %s", self.provider.name, len(published), tool_set)
-        self._class = environment_type
+        try:
+            render_check(probe, plans, tool_set, template, family)
+            if trainer is not None:
+                prepare_parsing(trainer, family)
+        except BaseException:
+            probe._session.close()
+            raise
+        verdicts = sorted({plan.fidelity.status for plan in plans})
+        logger.info(
+            "agent_env: %s, %d tools, tool set %s, checked under %s: %s%s",
+            self.provider.name,
+            len(published),
+            tool_set,
+            template.label,
+            " and ".join(verdicts),
+            f" ({family.name} lowering)" if family is not None and "lossless" in verdicts else "",
+        )
+        self._classes[template.key] = environment_type
         return probe
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"provider": self.provider, "chat_template": self.chat_template}
+        source = self.chat_template
+        if source is not None and not isinstance(source, str | os.PathLike):
+            source = resolve_template(source)  # a tokenizer travels as its template's text and special tokens
+        return {"provider": self.provider, "chat_template": source}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["provider"], chat_template=state["chat_template"])  # type: ignore[misc]
 
     def __repr__(self) -> str:
-        return f"EnvironmentFactory({self.provider.name!r}, chat_template={self.chat_template!r})"
+        label = (
+            self.chat_template
+            if isinstance(self.chat_template, str | None)
+            else type(self.chat_template).__name__
+        )
+        return f"EnvironmentFactory({self.provider.name!r}, chat_template={label!r})"
 
 
 __all__ = ["MIN_TRL", "EnvironmentFactory", "TRLEnvironment", "check_trl_version", "discovered_tools"]

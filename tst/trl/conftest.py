@@ -31,6 +31,38 @@ def tokenizer() -> Any:
     return tokenizer
 
 
+FAMILY_TOKENS = {
+    "gemma4": {
+        "bos_token": "<bos>",
+        "additional_special_tokens": [
+            "<|turn>", "<turn|>", "<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", '<|"|>',
+            "<|tool_response>", "<tool_response|>", "<|channel>", "<channel|>", "<eos>",
+        ],
+    },
+    "gptoss": {
+        "additional_special_tokens": [
+            "<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>", "<|call|>",
+        ],
+    },
+}  # fmt: skip
+"""The special tokens each family's own tokenizer has, which its chat template writes and its calls use."""
+
+
+def family_tokenizer(template: str) -> Any:
+    """The real Qwen3 vocabulary with a family's special tokens and TRL's shipped template for it: the nearest to
+    that family's tokenizer that can be had here (no Gemma or gpt-oss tokenizer can be downloaded)."""
+    from transformers import AutoTokenizer
+
+    from agent_env.training.templates import load_template
+    from tst.support import qwen3_tokenizer_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(qwen3_tokenizer_folder())
+    family = "gemma4" if "gemma" in template else template.split("_v")[0]
+    tokenizer.add_special_tokens(FAMILY_TOKENS[family])
+    tokenizer.chat_template = load_template(template)
+    return tokenizer
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tokenizer: Any) -> Any:
     from agent_env.inspection.grpo import tiny_qwen3
@@ -55,6 +87,7 @@ def grpo_config(output_dir: Any, **overrides: Any) -> Any:
         "bf16": False,
         "max_tool_calling_iterations": 2,
         "seed": 0,
+        "gradient_checkpointing": False,  # a two-layer model has no activations worth recomputing
     }
     return GRPOConfig(**{**settings, **overrides})
 

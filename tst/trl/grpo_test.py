@@ -69,6 +69,11 @@ def test_a_grpo_step_shows_full_schemas_and_scores_with_the_environments_reward(
     responses = [prompt for prompt in script.prompts if "<tool_response>" in prompt]
     malformed = next(text for text in responses if "Invalid arguments" in text)
     assert "curves[0].points[1]: [100] has less than 2 items" in malformed
+    # The model reads the error as written, inside TRL's {"error": ...}: real lines, not a repr's escapes.
+    assert (
+        "{'error': Invalid arguments for tool 'submit_offers'; fix these and call it again:\n- curves[0]"
+        in (malformed)
+    )
     assert any("accepted 3 curves and 1 AS offers" in text for text in responses)
     assert ToyDesk.property_reads == 0  # discovery never evaluated the environment's property
 

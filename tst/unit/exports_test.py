@@ -31,9 +31,12 @@ def test_training_exports_are_pinned_and_sorted():
     assert agent_env.training.__all__ == [
         "AsyncSchemaTool",
         "EnvironmentFactory",
+        "RenderCheckError",
         "SchemaTool",
         "TRLEnvironment",
+        "ToolCallParsingError",
         "check_trl_version",
+        "gptoss_response_template",
     ]
 
 

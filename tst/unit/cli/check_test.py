@@ -1,4 +1,5 @@
-"""`agent-env check` (`agent_env/inspection/fidelity.py`, `tokens.py`): the fidelity matrix and the token table."""
+"""`agent-env check` (`agent_env/training/fidelity.py`, `inspection/tokens.py`, `views.py`): the fidelity matrix and
+the token table."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from agent_env.training.templates import shipped_template_names
 
 EXACT = ["qwen3", "qwen2_5", "qwen3_5_think", "llama3_1", "llama3_2", "glm4moe", "lfm2", "muse_glimmer"]
 NO_TOOL_BLOCK = ["cohere", "deepseekv3", "gemma", "gemma3", "llama3", "phi3", "qwen2_5_vl"]
+LOWERED_GEMMA4 = ["gemma4", "gemma4_v2", "gemma4_v3", "gemma4_v4", "gemma4_v5", "diffusion_gemma"]
 
 
 @pytest.fixture(scope="module")
@@ -39,39 +41,52 @@ def test_the_matrix_covers_every_shipped_template_but_the_training_variants(matr
     assert not [name for name in names if name.endswith("_training")]
 
 
-def test_the_matrix_tells_exact_transformed_and_silent_templates_apart(matrix):
+def test_the_matrix_tells_exact_lossless_and_silent_templates_apart(matrix):
     templates = by_template(matrix)
     for name in EXACT:
         assert templates[name]["verdict"] == "exact", name
     for name in NO_TOOL_BLOCK:
         assert templates[name]["verdict"] == "no tool block", name
-        assert {tool["status"] for tool in templates[name]["tools"]} == {"lost"}
+        assert {tool["status"] for tool in templates[name]["tools"]} == {"no tool block"}
     nemotron = templates["nemotron_3_nano"]
-    assert nemotron["verdict"] == "transformed"
-    assert all(tool["lost"] == [] for tool in nemotron["tools"])  # rewritten, every keyword kept
-    gptoss = {tool["tool"]: tool for tool in templates["gptoss"]["tools"]}
-    assert gptoss["submit_dam_offers"]["lost"] == ["curves.items", "as_offers.items"]  # any[]
-    assert gptoss["price_history"]["lost"] == ["days.minimum", "days.maximum"]
+    assert nemotron["verdict"] == "lossless"  # rewritten, every keyword kept, with no lowering
+    assert {tool["lowering"] for tool in nemotron["tools"]} == {None}
+    for name, family in [*((name, "gemma4") for name in LOWERED_GEMMA4), ("gptoss", "gptoss")]:
+        assert templates[name]["verdict"] == "lossless", name
+        assert templates[name]["shows_every_tool"], name
+        assert {tool["lowering"] for tool in templates[name]["tools"]} == {family}, name
 
 
-def test_gemma4_loses_anyof_and_bounds(matrix):
-    gemma4 = {tool["tool"]: tool for tool in by_template(matrix)["gemma4"]["tools"]}
+def test_stock_shows_what_gemma4_and_gptoss_drop_without_lowering(invoke):
+    result = invoke("check", "--templates", "gemma4,gptoss", "--stock", "--json")
+    assert result.exit_code == 1  # named templates that lose keywords
+    gemma4, gptoss = (
+        {tool["tool"]: tool for tool in entry["tools"]} for entry in json.loads(result.stdout)["templates"]
+    )
     submit = gemma4["submit_dam_offers"]
-    assert submit["status"] == "transformed"
+    assert submit["status"] == "transformed" and submit["lowering"] is None
     assert {"curves[].hours.anyOf", "curves[].points.minItems", "as_offers[].mw.minimum"} <= set(
         submit["lost"]
     )
     assert gemma4["price_history"]["lost"][:2] == ["days.minimum", "days.maximum"]
+    assert {"curves.items", "as_offers.items"} <= set(gptoss["submit_dam_offers"]["lost"])  # any[]
+    assert "days.minimum" in gptoss["price_history"]["lost"]
 
 
-def test_naming_a_transforming_template_fails_and_says_what_is_lost(invoke):
-    result = invoke("check", "--templates", "qwen3,gemma4")
+def test_naming_a_template_that_loses_keywords_fails_and_says_what_is_lost(invoke):
+    result = invoke("check", "--templates", "qwen3,gemma4", "--stock")
     assert result.exit_code == 1
-    assert "agent-env check: not every tool is exact under gemma4" in result.stderr
+    assert "agent-env check: not every tool reaches the model whole under gemma4" in result.stderr
     lines = result.stdout.splitlines()
     assert any(line.startswith("gemma4 ") and "transformed" in line and "anyOf" in line for line in lines)
     assert any(line.startswith("qwen3 ") and "exact" in line for line in lines)
     assert any(line.startswith("submit_dam_offers") and "curves[].hours.anyOf" in line for line in lines)
+    lowered = invoke("check", "--templates", "qwen3,gemma4,gptoss")
+    assert lowered.exit_code == 0, lowered.output
+    assert any(
+        line.startswith("gemma4 ") and "lossless (gemma4 lowering)" in line
+        for line in lowered.stdout.splitlines()
+    )
 
 
 def test_a_template_that_raises_fails_every_tool(invoke, tmp_path):

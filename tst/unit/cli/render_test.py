@@ -82,3 +82,27 @@ def test_an_environment_without_a_dataset_starts_from_a_plain_user_turn():
     env = AgentEnv.local(NoDataset)
     with trl_instance(env) as instance:
         assert first_turn(env, instance) == [{"role": "user", "content": PLAIN_TURN}]
+
+
+def test_render_under_gemma4_shows_the_lowered_schemas_and_stock_shows_what_the_template_drops(invoke):
+    lowered = invoke("render", "--template", "gemma4")
+    assert lowered.exit_code == 0, lowered.output
+    assert "published schemas lowered for gemma4 (SchemaTools)" in lowered.stderr
+    # the points of a curve: bounds the template drops, said in the description it shows
+    assert (
+        'points:{description:<|"|>[mw, price] from max charge (-MW) to max discharge. 2-10 items.<|"|>'
+        in (lowered.stdout)
+    )
+    stock = invoke("render", "--template", "gemma4", "--stock")
+    assert stock.exit_code == 0, stock.output
+    assert "2-10 items." not in stock.stdout and "as published schemas (SchemaTools)" in stock.stderr
+
+
+def test_render_under_gptoss_says_the_nested_offer_shape_in_words(invoke):
+    result = invoke("render", "--template", "gptoss")
+    assert result.exit_code == 0, result.output
+    assert (
+        "// Energy offer curves, one per hour set. An array of items, each an object {hours (required;"
+        in (result.stdout)
+    )
+    assert "curves: any[]," in result.stdout  # the type the template writes; the words carry the rest

@@ -13,7 +13,7 @@ import pytest
 from transformers.utils import get_json_schema
 from transformers.utils.chat_template_utils import DocstringParsingException
 
-from agent_env import LocalSession
+from agent_env import LocalSession, ToolArgumentError
 from agent_env.training import AsyncSchemaTool, SchemaTool
 from agent_env.training._render_check import render_tools, tojson
 from tst.data.toy import ToyDesk
@@ -124,13 +124,18 @@ def test_an_async_tool_is_a_coroutine_function_on_312_and_later(version):
     python = interpreter(version)
     if python is None:
         pytest.skip(f"no Python {version} interpreter on this machine")
-    # SchemaTool's module needs only the standard library and agent_env._loop: load both from their files.
+    # SchemaTool's module needs only the standard library, agent_env._loop and agent_env.errors: load them from
+    # their files.
     root = Path(__file__).parents[3]
     script = textwrap.dedent(
         f"""
         import asyncio, importlib.util, inspect, sys, types
         sys.modules["agent_env"] = types.ModuleType("agent_env")
-        for name, path in [("agent_env._loop", "agent_env/_loop.py"), ("tools", "agent_env/training/_tools.py")]:
+        for name, path in [
+            ("agent_env._loop", "agent_env/_loop.py"),
+            ("agent_env.errors", "agent_env/errors.py"),
+            ("tools", "agent_env/training/_tools.py"),
+        ]:
             spec = importlib.util.spec_from_file_location(name, "{root}/" + path)
             module = importlib.util.module_from_spec(spec); sys.modules[name] = module; spec.loader.exec_module(module)
         async def call(name, arguments):
@@ -146,3 +151,17 @@ def test_an_async_tool_is_a_coroutine_function_on_312_and_later(version):
 def test_render_tools_uses_the_real_apply_chat_template():
     prompt = render_tools([SchemaTool(PUBLISHED, record)], "qwen3")
     assert prompt.startswith("<|im_start|>system\n# Tools") and prompt.endswith("<|im_start|>assistant\n")
+
+
+def test_a_failed_call_reads_as_written_inside_trls_error_dict():
+    def refuse(name: str, arguments: dict) -> str:
+        raise ToolArgumentError(
+            "Invalid arguments for tool 'offer'; fix these and call it again:\n- x: expected number"
+        )
+
+    with pytest.raises(ToolArgumentError) as raised:
+        SchemaTool(PUBLISHED, refuse)(x="a")
+    # TRL's tool loop: content = str({"error": str(error)}), and the call counts as failed.
+    assert str({"error": str(raised.value)}) == (
+        "{'error': Invalid arguments for tool 'offer'; fix these and call it again:\n- x: expected number}"
+    )

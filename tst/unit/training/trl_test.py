@@ -9,8 +9,14 @@ import transformers.tokenization_utils_base as tokenization
 from transformers.utils import get_json_schema
 
 from agent_env import Environment, LocalProvider, ToolArgumentError, tool
-from agent_env.training import EnvironmentFactory, SchemaTool, TRLEnvironment, _render_check
-from agent_env.training._render_check import discovered_tools, expected_rendering, render_tools, tojson
+from agent_env.training import EnvironmentFactory, SchemaTool, TRLEnvironment, _render_check, fidelity
+from agent_env.training._render_check import (
+    RenderCheckError,
+    discovered_tools,
+    expected_rendering,
+    render_tools,
+    tojson,
+)
 from tst.data.toy import ToyDesk
 
 CURVE = {"hours": "HE07", "points": [[0, 10], [50, 30]]}
@@ -19,6 +25,7 @@ CURVE = {"hours": "HE07", "points": [[0, 10], [50, 30]]}
 @pytest.fixture(autouse=True)
 def fresh_render_check(monkeypatch):
     monkeypatch.setattr(_render_check, "_checked", set())
+    fidelity.clear_cache()
 
 
 @pytest.fixture
@@ -101,11 +108,14 @@ def test_a_transformers_that_renders_tools_differently_stops_the_factory_naming_
         return original(conversations, tools=flattened, **kwargs)
 
     monkeypatch.setattr(tokenization, "render_jinja_template", lossy)
-    with pytest.raises(RuntimeError) as raised:
+    with pytest.raises(RenderCheckError) as raised:
         factory()
     message = str(raised.value)
-    for name in ("submit_offers", "write_note"):
-        assert f"{name} (the prompt does not show its published schema)" in message
+    submit, note = (
+        line for line in message.splitlines() if line.startswith(("- submit_offers", "- write_note"))
+    )
+    assert submit.startswith("- submit_offers: loses") and "curves.items" in submit
+    assert note.startswith("- write_note: loses") and "text.maxLength" in note
     assert "battery_status" not in message and "end_turn" not in message
 
 
@@ -126,14 +136,16 @@ def test_why_trl_1_14_is_refused_its_discovery_drops_schema_tools(factory):
     assert "submit_offers" not in old_discovery and "end_turn" in old_discovery
 
 
-def test_the_render_check_runs_once_per_process_and_tool_set(factory, monkeypatch):
+def test_the_render_check_runs_once_per_process_tool_set_and_template(factory, monkeypatch):
     calls = []
-    real = _render_check.render_tools
-    monkeypatch.setattr(_render_check, "render_tools", lambda *a: calls.append(1) or real(*a))
+    real = _render_check.discovered_tools
+    monkeypatch.setattr(_render_check, "discovered_tools", lambda *a: calls.append(1) or real(*a))
     factory()
     factory()
     EnvironmentFactory(LocalProvider(ToyDesk))()
     assert len(calls) == 1
+    EnvironmentFactory(LocalProvider(ToyDesk), chat_template="llama3_1")()
+    assert len(calls) == 2
 
 
 def test_the_factory_survives_a_pickle_round_trip_and_still_works(factory):
@@ -187,10 +199,62 @@ def test_templates_that_write_the_schema_unchanged_pass_the_render_check(templat
     assert isinstance(environment.submit_offers, SchemaTool)
 
 
-@pytest.mark.parametrize("template", ["gemma4", "gptoss"])
-def test_templates_that_rewrite_the_schema_are_refused_naming_the_tools(template):
-    with pytest.raises(RuntimeError, match=f"under chat template '{template}'.*submit_offers"):
-        EnvironmentFactory(LocalProvider(ToyDesk), chat_template=template)()
+@pytest.mark.parametrize("template", ["gemma4", "gemma4_v2", "gemma4_v5", "gptoss", "nemotron_3_nano"])
+def test_templates_that_rewrite_the_schema_build_with_schema_tools_that_lose_nothing(template, caplog):
+    with caplog.at_level("INFO", logger="agent_env"):
+        environment = EnvironmentFactory(LocalProvider(ToyDesk), chat_template=template)()
+    assert isinstance(environment.submit_offers, SchemaTool)
+    assert f"checked under {template}: lossless" in caplog.text
+    environment.reset()
+    with pytest.raises(ToolArgumentError, match=r"curves\[0\]\.points: \[\] has less than 2 items"):
+        environment.submit_offers(curves=[{"hours": "HE07", "points": []}])  # held to the published schema
+
+
+def test_a_template_that_loses_keywords_even_lowered_is_refused_naming_tool_and_keyword(tmp_path):
+    template = tmp_path / "no_bounds.jinja"  # writes each property's name and type, nothing else
+    template.write_text(
+        "{% for t in tools %}{{ t.function.name }}: {{ t.function.description }}"
+        "{% for n, p in t.function.parameters.properties.items() %} {{ n }}={{ p.type }}{% endfor %}\n"
+        "{% endfor %}{{ messages[0].content }}"
+    )
+    with pytest.raises(RenderCheckError) as raised:
+        EnvironmentFactory(LocalProvider(ToyDesk), chat_template=str(template))()
+    message = str(raised.value)
+    assert f"under chat template '{template}'" in message
+    lines = {line.split(":")[0]: line for line in message.splitlines() if line.startswith("- ")}
+    assert "curves.items" in lines["- submit_offers"] and "as_offers.anyOf" in lines["- submit_offers"]
+    assert "text.maxLength" in lines["- write_note"]
+    assert "- battery_status" not in lines and "- end_turn" not in lines  # nothing to lose: not named
+
+
+KEYWORD_NAMED = {
+    "type": "object",
+    "properties": {"type": {"type": "string", "description": "The kind of note."}},
+    "required": ["type"],
+}
+
+
+class Notes(Environment):
+    def reset(self, **row):
+        return None
+
+    def reward(self):
+        return 0.0
+
+    @tool(input_schema=KEYWORD_NAMED)
+    def note(self, type: str) -> str:
+        """Keep a note."""
+        return type
+
+
+def test_gemma4_revisions_that_drop_keyword_named_parameters_are_refused_with_the_fix():
+    with pytest.raises(RenderCheckError) as raised:
+        EnvironmentFactory(LocalProvider(Notes), chat_template="gemma4_v2")()
+    assert "- note: parameter 'type' is left out of the prompt by this Gemma 4 template revision" in str(
+        raised.value
+    )
+    assert "rename it" in str(raised.value)
+    EnvironmentFactory(LocalProvider(Notes), chat_template="gemma4_v5")()  # a revision that keeps them
 
 
 def test_a_template_without_a_tool_block_is_refused_for_every_tool():
