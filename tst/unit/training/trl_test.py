@@ -2,7 +2,9 @@
 
 import importlib.metadata
 import inspect
+import json
 import pickle
+import sys
 
 import pytest
 import transformers.tokenization_utils_base as tokenization
@@ -17,6 +19,7 @@ from agent_env.training._render_check import (
     render_tools,
     tojson,
 )
+from agent_env.training.templates import ChatTemplate, load_template
 from tst.data.toy import ToyDesk
 
 CURVE = {"hours": "HE07", "points": [[0, 10], [50, 30]]}
@@ -261,3 +264,45 @@ def test_a_template_without_a_tool_block_is_refused_for_every_tool():
     with pytest.raises(RuntimeError) as raised:
         EnvironmentFactory(LocalProvider(ToyDesk), chat_template="phi3")()
     assert all(name in str(raised.value) for name in ToyDesk.tools)
+
+
+def test_chat_template_takes_a_tokenizer_and_the_factory_pickles_it_as_its_template():
+    from transformers import AutoTokenizer
+
+    from tst.support import qwen3_tokenizer_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(qwen3_tokenizer_folder())
+    tokenizer.chat_template = load_template("gemma4")
+    factory = EnvironmentFactory(LocalProvider(ToyDesk), chat_template=tokenizer)
+    shown = dict(factory().submit_offers)["function"]["parameters"]
+    assert "anyOf" not in json.dumps(shown)  # lowered for the tokenizer's (Gemma 4) template
+    restored = pickle.loads(pickle.dumps(factory))
+    assert (
+        isinstance(restored.chat_template, ChatTemplate) and restored.chat_template.processing_class is None
+    )
+    assert restored.chat_template.text == tokenizer.chat_template
+    assert dict(restored().submit_offers)["function"]["parameters"] == shown
+
+
+def test_outside_a_trainer_with_trl_loaded_the_default_check_warns_once_naming_how_to_pass_the_template(
+    monkeypatch, caplog
+):
+    monkeypatch.setitem(sys.modules, "trl", sys.modules.get("trl") or object())
+    factory = EnvironmentFactory(LocalProvider(ToyDesk))
+    with caplog.at_level("WARNING", logger="agent_env"):
+        factory()
+        factory()
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert "under chat template 'qwen3', the default" in warnings[0]
+    assert "chat_template=tokenizer" in warnings[0]
+    with caplog.at_level("WARNING", logger="agent_env"):
+        EnvironmentFactory(LocalProvider(ToyDesk), chat_template="qwen3")()  # told: no warning
+    assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1
+
+
+def test_without_trl_loaded_the_default_check_is_silent(monkeypatch, caplog):
+    monkeypatch.delitem(sys.modules, "trl", raising=False)
+    with caplog.at_level("WARNING", logger="agent_env"):
+        EnvironmentFactory(LocalProvider(ToyDesk))()
+    assert not [record for record in caplog.records if record.levelname == "WARNING"]
