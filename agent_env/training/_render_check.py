@@ -17,9 +17,8 @@ from typing import Any
 from agent_env.errors import AgentEnvError
 from agent_env.tools import END_TURN
 from agent_env.training._tools import SchemaTool
-from agent_env.training.families import Family, gemma4, lower
+from agent_env.training.families import Family, lower
 from agent_env.training.fidelity import PROBE, ToolFidelity, entry, tool_fidelity, tool_part
-from agent_env.training.keywords import MARK
 from agent_env.training.rendering import render, shows_exactly, tojson
 from agent_env.training.templates import ChatTemplate
 
@@ -98,8 +97,10 @@ def render_check(
     problems: list[str] = []
     for plan in plans:
         problems += _tool_problems(plan, found.get(plan.published["name"]), template, prompt)
-    if family is not None and family.name == gemma4.NAME:
-        problems += _dropped_names(plans, template)
+    if family is not None:
+        shown = [plan.shown for plan in plans]
+        refused = family.refusals(lambda tool: template.render(PROBE, [entry(dict(tool))]), shown)
+        problems += [f"{name}: {problem}" for name, problem in refused]
     if problems:
         raise RenderCheckError(
             f"refusing to build: under {_named(template)} the model would not see every tool with all its "
@@ -142,24 +143,6 @@ def _verdict_problem(fidelity: ToolFidelity) -> str:
         return f"{fidelity.tool}: the template writes no trace of it"
     lowered = f" even after the {fidelity.lowering} lowering" if fidelity.lowering else ""
     return f"{fidelity.tool}: loses {', '.join(fidelity.lost)}{lowered}"
-
-
-def _dropped_names(plans: list[ToolPlan], template: ChatTemplate) -> list[str]:
-    """Gemma 4 revisions that leave out properties named like schema keywords (gemma4_v2, gemma4_v3)."""
-    probe = {
-        "name": "probe",
-        "description": "",
-        "inputSchema": {"type": "object", "properties": {"type": {"type": "string", "description": MARK}}},
-    }
-    if MARK in template.render(PROBE, [entry(probe)]):
-        return []
-    return [
-        f"{plan.published['name']}: parameter '{path}' is left out of the prompt by this Gemma 4 template revision, "
-        f"which drops parameters named {', '.join(gemma4.STANDARD_KEYS)}; rename it (a pydantic alias keeps the "
-        "argument's name in Python), or train with a revision that keeps them (TRL's gemma4, gemma4_v4 or gemma4_v5)"
-        for plan in plans
-        for path in gemma4.keyword_named_properties(plan.shown["inputSchema"])
-    ]
 
 
 def _named(template: ChatTemplate) -> str:

@@ -17,6 +17,15 @@ from typing import Any
 from agent_env.training.families import gemma4, gptoss
 
 Lowering = Callable[[Mapping[str, Any]], dict[str, Any]]
+Render = Callable[[Mapping[str, Any]], str]
+"""The prompt a template renders for one tool (`name`, `description`, `inputSchema`)."""
+Refusals = Callable[[Render, list[dict[str, Any]]], list[tuple[str, str]]]
+"""What a template of the family cannot show of the tools it would be given, whatever the lowering:
+`(tool name, what and how to fix it)` pairs."""
+
+
+def _no_refusals(render: Render, shown: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return []
 
 
 @dataclass(frozen=True)
@@ -27,11 +36,13 @@ class Family:
         name: What the family is called (`gemma4`, `gptoss`).
         markers: Text every template of the family carries.
         lower: Maps a published tool (`name`, `description`, `inputSchema`) to the tool to render instead.
+        refusals: Given a template's renderer and the lowered tools, what no lowering can fix.
     """
 
     name: str
     markers: tuple[str, ...]
     lower: Lowering
+    refusals: Refusals = _no_refusals
 
     def matches(self, template: str) -> bool:
         """Whether a template's text is one of this family's."""
@@ -39,7 +50,7 @@ class Family:
 
 
 FAMILIES = (
-    Family(gemma4.NAME, gemma4.MARKERS, gemma4.lower),
+    Family(gemma4.NAME, gemma4.MARKERS, gemma4.lower, gemma4.refusals),
     Family(gptoss.NAME, gptoss.MARKERS, gptoss.lower),
 )
 

@@ -13,7 +13,7 @@ The template revisions TRL ships as gemma4_v2 and gemma4_v3 also drop any proper
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent_env.training.families._restate import sentences, whole
@@ -159,3 +159,33 @@ def keyword_named_properties(lowered: Mapping[str, Any], where: str = "") -> lis
     if isinstance(items, Mapping):
         found += keyword_named_properties(items, f"{where}[]")
     return found
+
+
+_PROBE_MARK = "Qz7-probe"
+
+
+def refusals(
+    render: Callable[[Mapping[str, Any]], str], shown: list[dict[str, Any]]
+) -> list[tuple[str, str]]:
+    """The parameters a template revision that drops keyword-named properties (gemma4_v2, gemma4_v3) would leave
+    out, found by rendering a probe with a property named `type` once."""
+    probe = {
+        "name": "probe",
+        "description": "",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"type": {"type": "string", "description": _PROBE_MARK}},
+        },
+    }
+    if _PROBE_MARK in render(probe):
+        return []
+    return [
+        (
+            tool["name"],
+            f"parameter '{path}' is left out of the prompt by this Gemma 4 template revision, which drops "
+            f"parameters named {', '.join(STANDARD_KEYS)}; rename it, or train with a revision that keeps them "
+            "(TRL's gemma4, gemma4_v4 or gemma4_v5)",
+        )
+        for tool in shown
+        for path in keyword_named_properties(tool["inputSchema"])
+    ]
