@@ -112,11 +112,10 @@ def _core(schema: Schema, plural: bool) -> tuple[str, set[str]]:
     if isinstance(declared, str):
         noun, used = _type_noun(schema, declared, plural)
         return noun, used | {"type"}
-    for keyword, joiner in (("anyOf", " or "), ("oneOf", " or ")):
+    for keyword in ("anyOf", "oneOf"):
         if isinstance(schema.get(keyword), list) and schema[keyword]:
-            branches = [describe(branch, plural=plural) for branch in schema[keyword]]
-            text = _or(branches) if joiner == " or " else joiner.join(branches)
-            if keyword == "oneOf" and len(branches) > 1:
+            text = _or([describe(branch, plural=plural) for branch in schema[keyword]])
+            if keyword == "oneOf" and len(schema[keyword]) > 1:
                 text = f"exactly one of: {text}"
             return text, {keyword}
     return ("any values" if plural else "any value"), set()
@@ -256,35 +255,34 @@ def _qualifiers(schema: Schema, keywords: list[str], *, sentence: bool) -> list[
     return found
 
 
-def _range(schema: Schema, wanted: set[str], sentence: bool) -> list[Qualifier]:
-    keys = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & wanted
-    if not keys:
-        return []
-    low = "minimum" if "minimum" in keys else "exclusiveMinimum" if "exclusiveMinimum" in keys else None
-    high = "maximum" if "maximum" in keys else "exclusiveMaximum" if "exclusiveMaximum" in keys else None
-    found: list[Qualifier] = []
-    if low == "minimum" and high == "maximum":
-        found.append((f"from {number_text(schema[low])} to {number_text(schema[high])}", {low, high}))
-    else:
-        words = {
-            "minimum": "at least",
-            "exclusiveMinimum": "greater than",
-            "maximum": "at most",
-            "exclusiveMaximum": "less than",
-        }
-        parts = [f"{words[key]} {number_text(schema[key])}" for key in (low, high) if key]
-        found.append((" and ".join(parts), {key for key in (low, high) if key}))
-    for key in keys - {low, high}:  # both an inclusive and an exclusive bound on one side
-        found.append((f"{_RANGE_WORDS[key]} {number_text(schema[key])}", {key}))
-    return found
-
-
 _RANGE_WORDS = {
     "minimum": "at least",
     "exclusiveMinimum": "greater than",
     "maximum": "at most",
     "exclusiveMaximum": "less than",
 }
+
+
+def _range(schema: Schema, wanted: set[str], sentence: bool) -> list[Qualifier]:
+    """`from 1 to 24` when both ends are inclusive, else `at least 0 and less than 10`, one phrase per side."""
+    keys = [key for key in _RANGE_WORDS if key in wanted]
+    if not keys:
+        return []
+    if "minimum" in keys and "maximum" in keys:
+        found = [
+            (
+                f"from {number_text(schema['minimum'])} to {number_text(schema['maximum'])}",
+                {"minimum", "maximum"},
+            )
+        ]
+        keys = [key for key in keys if key not in ("minimum", "maximum")]
+    else:
+        found = []
+    if keys:
+        found.append(
+            (" and ".join(f"{_RANGE_WORDS[key]} {number_text(schema[key])}" for key in keys), set(keys))
+        )
+    return found
 
 
 def _counts(schema: Schema, wanted: set[str], sentence: bool) -> list[Qualifier]:
