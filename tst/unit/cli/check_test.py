@@ -11,7 +11,10 @@ import pytest
 from agent_env import AgentEnv
 from agent_env.training.templates import shipped_template_names
 
-EXACT = ["qwen3", "qwen2_5", "qwen3_5_think", "llama3_1", "llama3_2", "glm4moe", "lfm2", "muse_glimmer"]
+EXACT = [  # every template that wrote the published JSON before lowering existed, and still must
+    "qwen2_5", "qwen3", "qwen3_5_nothink", "qwen3_5_think", "qwen3_6", "qwen3_8", "qwen3_instruct_2507", "qwen3_vl",
+    "llama3_1", "llama3_2", "glm4moe", "lfm2", "lfm2_v2", "lfm2_2_5", "lfm2_2_5_v2", "lfm2_2_5_vl", "muse_glimmer",
+]  # fmt: skip
 NO_TOOL_BLOCK = ["cohere", "deepseekv3", "gemma", "gemma3", "llama3", "phi3", "qwen2_5_vl"]
 LOWERED_GEMMA4 = ["gemma4", "gemma4_v2", "gemma4_v3", "gemma4_v4", "gemma4_v5", "diffusion_gemma"]
 
@@ -45,6 +48,7 @@ def test_the_matrix_tells_exact_lossless_and_silent_templates_apart(matrix):
     templates = by_template(matrix)
     for name in EXACT:
         assert templates[name]["verdict"] == "exact", name
+        assert {tool["lowering"] for tool in templates[name]["tools"]} == {None}, name
     for name in NO_TOOL_BLOCK:
         assert templates[name]["verdict"] == "no tool block", name
         assert {tool["status"] for tool in templates[name]["tools"]} == {"no tool block"}
