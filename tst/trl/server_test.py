@@ -83,9 +83,8 @@ def test_a_grpo_step_on_a_served_environment_sees_its_schemas_and_scores_with_it
     assert logged["tools/failure_frequency"] == pytest.approx(0.5)
     responses = [prompt for prompt in script.prompts if "<tool_response>" in prompt]
     refused = next(text for text in responses if "Invalid arguments" in text)
-    assert (
-        str({"error": in_process_refusal()}) in refused
-    )  # TRL's tool message: the in-process error, to the letter
+    # TRL's tool message: the in-process error, to the letter, as written inside TRL's {"error": ...}
+    assert "{'error': " + in_process_refusal() + "}" in refused
     assert any("accepted 3 curves and 1 AS offers" in text for text in responses)
 
 

@@ -81,7 +81,9 @@ def whole(schema: Any) -> str:
     """A whole schema as one sentence: `One of: a string or null.`, `An integer from 1 to 7.`"""
     said = describe(schema)
     union = isinstance(schema, Mapping) and "type" not in schema and ("anyOf" in schema or "oneOf" in schema)
-    return _sentence(f"one of: {said}" if union and not said.startswith(("one of", "exactly one of")) else said)
+    return _sentence(
+        f"one of: {said}" if union and not said.startswith(("one of", "exactly one of")) else said
+    )
 
 
 def _sentence(phrase: str) -> str:
@@ -354,7 +356,9 @@ def _structure(schema: Schema, wanted: set[str], sentence: bool) -> list[Qualifi
             if keyword == "oneOf":
                 found.append((f"exactly one of: {branches}", {keyword}))
             else:  # `one of "a", "b" or null` already says it
-                found.append((branches if branches.startswith("one of") else f"one of: {branches}", {keyword}))
+                found.append(
+                    (branches if branches.startswith("one of") else f"one of: {branches}", {keyword})
+                )
     if "allOf" in wanted and isinstance(schema["allOf"], list):
         found.append(("all of: " + " and ".join(describe(branch) for branch in schema["allOf"]), {"allOf"}))
     if "not" in wanted:
