@@ -1,4 +1,4 @@
-"""`AgentEnv`: one environment, in process or served, in every form a trainer or a script needs."""
+"""`AgentEnv`: one environment, in process, served or on Ray, in every form a trainer or a script needs."""
 
 from __future__ import annotations
 
@@ -61,6 +61,20 @@ class AgentEnv:
         from agent_env.server.client import RemoteProvider
 
         return cls(RemoteProvider(url, token=token, timeout=timeout), chat_template=chat_template)
+
+    @classmethod
+    def ray(cls, environment: str | type[Environment] = DEFAULT_ENVIRONMENT, **options: Any) -> AgentEnv:
+        """An environment whose episodes run on a pool of Ray actors; needs the `ray` extra.
+
+        Args:
+            environment: A built-in name, `package.module:Class`, or a class importable by that name.
+            **options: The pool's settings (`actors`, `episodes_per_actor`, `pool`, `namespace`, `address`,
+                `actor_options`, `call_timeout`, ...: see `agent_env.ray.RayProvider`); the rest are passed to
+                the environment's constructor.
+        """
+        from agent_env.ray._provider import RayProvider
+
+        return cls(RayProvider(environment, **options))
 
     def tools(self) -> list[dict[str, Any]]:
         """The published tools: `name`, `description`, `inputSchema`."""

@@ -1,0 +1,337 @@
+"""The body of one pool actor: many live episodes of one environment, each a `LocalSession`, under the pool's limits.
+
+Plain Python, no Ray: the pool makes it an async Ray actor. Every episode is a `LocalSession` on its own environment
+instance, so every call is validated and run exactly as in process. Environment code runs in a daemon thread per
+call (async tools on the actor's event loop), one call at a time per episode, under the call timeout. A call that
+times out leaves its episode in a state nobody knows (its thread may still be running), so the episode is closed
+and its id becomes unknown, as on the served path.
+
+Answers cross to the caller as tuples: `("ok", value)`, or `("error", code, status, message)` for an agent_env
+error, which the caller raises again as the same class with the same message (the served path's wire table,
+`agent_env.server.errors`, maps the code back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Any, TypeVar
+
+from agent_env.envs import load_environment
+from agent_env.errors import AgentEnvError, EpisodeStateError
+from agent_env.schema import fingerprint
+from agent_env.server.errors import (
+    CallTimeoutError,
+    EpisodeNotFoundError,
+    RemoteError,
+    ResetError,
+    ServerError,
+    TooManyEpisodesError,
+    http_status,
+)
+from agent_env.session import LocalSession
+
+T = TypeVar("T")
+
+Outcome = tuple[Any, ...]
+"""`("ok", value)` or `("error", code, status, message)`."""
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """What every actor of a pool runs, and under which limits; equal settings, interchangeable actors.
+
+    Attributes:
+        environment: The environment, as `package.module:Class` or a built-in name.
+        config: Keyword arguments for the environment's constructor.
+        episodes_per_actor: The most live episodes one actor holds.
+        call_timeout: Seconds one reset, tool call or reward may run; None lets calls run as long as they take.
+        idle_timeout: Seconds without a call after which an episode may be freed; None keeps them.
+    """
+
+    environment: str
+    config: Mapping[str, Any]
+    episodes_per_actor: int
+    call_timeout: float | None
+    idle_timeout: float | None
+
+
+@dataclass(eq=False)
+class HostedEpisode:
+    """One live episode: its session, the lock that keeps its calls one at a time, and when it was last used."""
+
+    id: str
+    session: LocalSession | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 1
+    closed: bool = False
+
+
+class _Overran(Exception):
+    """A call ran past the call timeout (not a `TimeoutError` the environment raised itself)."""
+
+
+class EpisodeHost:
+    """The live episodes of one pool actor.
+
+    Args:
+        name: The actor's name in its namespace (`pool/index`), used in messages.
+        settings: What the pool runs, and its limits.
+    """
+
+    def __init__(self, name: str, settings: HostSettings) -> None:
+        self.name = name
+        self.settings = settings
+        self.environment = load_environment(settings.environment)
+        self.tool_set = fingerprint(self.environment.tools.published)
+        self.episodes: dict[str, HostedEpisode] = {}
+
+    async def describe(self) -> dict[str, Any]:
+        """Who this actor is: its settings, its tool-set fingerprint, its process and how many episodes it holds."""
+        settings = asdict(self.settings)
+        settings["config"] = dict(self.settings.config)
+        return {
+            "name": self.name,
+            "settings": settings,
+            "tools": self.tool_set,
+            "pid": os.getpid(),
+            "episodes": len(self.episodes),
+        }
+
+    async def load(self) -> int:
+        """How many episodes are live, after freeing the idle ones."""
+        self._reap()
+        return len(self.episodes)
+
+    async def open(self, episode_id: str, row: Mapping[str, Any] | None) -> Outcome:
+        """A new episode under `episode_id` on a fresh environment instance, reset from `row` (None: not started)."""
+        return await _answer(self._open(episode_id, row))
+
+    async def reset(self, episode_id: str, row: Mapping[str, Any]) -> Outcome:
+        """Start the next episode on the same environment instance; answer its first observation."""
+        return await _answer(self._reset_live(episode_id, row))
+
+    async def call(self, episode_id: str, name: str, arguments: Mapping[str, Any]) -> Outcome:
+        """Validate and run one tool call, as `LocalSession.call_tool` does; answer its text."""
+        return await _answer(self._call(episode_id, name, arguments))
+
+    async def reward(self, episode_id: str) -> Outcome:
+        """The episode's reward, ending it first if it is still running."""
+        return await _answer(self._reward(episode_id))
+
+    async def close(self, episode_id: str) -> None:
+        """Close an episode and free it; a call still running on it answers, and nothing more runs on it."""
+        episode = self.episodes.get(episode_id)
+        if episode is not None:
+            self._discard(episode)
+
+    async def _open(self, episode_id: str, row: Mapping[str, Any] | None) -> str | None:
+        episode = self._admit(episode_id)
+        try:
+            async with episode.lock:
+                episode.session = await self._build(episode)
+                return None if row is None else await self._reset(episode, row)
+        except BaseException:
+            self._discard(episode)
+            raise
+        finally:
+            episode.busy -= 1
+            episode.last_used = time.monotonic()
+
+    async def _reset_live(self, episode_id: str, row: Mapping[str, Any]) -> str | None:
+        async with self._use(episode_id) as episode:
+            return await self._reset(episode, row)
+
+    async def _call(self, episode_id: str, name: str, arguments: Mapping[str, Any]) -> str:
+        async with self._use(episode_id) as episode:
+            session = _session(episode)
+            action = f"tool '{name}'"
+            with self._failures_reported(action):
+                if session.is_async(name):
+                    return await self._await(episode, session.acall_tool(name, arguments), action)
+                return await self._run(episode, partial(session.call_tool, name, arguments), action)
+
+    async def _reward(self, episode_id: str) -> float:
+        async with self._use(episode_id) as episode:
+            with self._failures_reported("reward()"):
+                return await self._run(episode, _session(episode).reward, "reward()")
+
+    async def _build(self, episode: HostedEpisode) -> LocalSession:
+        environment, config = self.environment, self.settings.config
+
+        def build() -> LocalSession:
+            return LocalSession(environment(**config))
+
+        try:
+            return await self._run(episode, build, f"building {environment.__name__}")
+        except AgentEnvError:
+            raise
+        except Exception as error:
+            raise ServerError(
+                f"Ray actor {self.name!r} could not build {environment.__name__}: {type(error).__name__}: {error}"
+            ) from error
+
+    async def _reset(self, episode: HostedEpisode, row: Mapping[str, Any]) -> str | None:
+        session = _session(episode)
+        try:
+            return await self._run(episode, partial(session.reset, **row), "reset")
+        except (EpisodeStateError, RemoteError):  # the session's own state, or the pool's limits
+            raise
+        except Exception as error:  # the environment refused the row (an unknown task id, a missing key, ...)
+            raise ResetError(
+                f"{self.environment.__name__}.reset could not start an episode from this row: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+
+    async def _run(self, episode: HostedEpisode, function: Callable[[], T], action: str) -> T:
+        try:
+            return await in_thread(function, self.settings.call_timeout)
+        except _Overran:
+            self._discard(episode)
+            raise CallTimeoutError(self._timed_out(action, episode)) from None
+
+    async def _await(self, episode: HostedEpisode, call: Awaitable[T], action: str) -> T:
+        task = asyncio.ensure_future(call)
+        try:
+            return await asyncio.wait_for(task, self.settings.call_timeout)
+        except TimeoutError:
+            if not task.cancelled():
+                raise
+            self._discard(episode)
+            raise CallTimeoutError(self._timed_out(action, episode)) from None
+
+    @contextlib.asynccontextmanager
+    async def _use(self, episode_id: str) -> Any:
+        episode = self._live(episode_id)
+        episode.busy += 1
+        try:
+            async with episode.lock:
+                if episode.closed:
+                    raise EpisodeNotFoundError(self._not_found(episode_id))
+                yield episode
+        finally:
+            episode.busy -= 1
+            episode.last_used = time.monotonic()
+
+    def _live(self, episode_id: str) -> HostedEpisode:
+        episode = self.episodes.get(episode_id)
+        if episode is not None and self._expired(episode, time.monotonic()):
+            self._discard(episode)
+            episode = None
+        if episode is None:
+            raise EpisodeNotFoundError(self._not_found(episode_id))
+        return episode
+
+    def _admit(self, episode_id: str) -> HostedEpisode:
+        limit = self.settings.episodes_per_actor
+        if len(self.episodes) >= limit:
+            self._reap()
+            if len(self.episodes) >= limit:
+                raise TooManyEpisodesError(
+                    f"Ray actor {self.name!r} already holds {limit} live episodes, its limit (episodes_per_actor)"
+                )
+        if episode_id in self.episodes:
+            raise ServerError(f"episode id {episode_id!r} is taken on Ray actor {self.name!r}")
+        episode = HostedEpisode(episode_id)
+        self.episodes[episode_id] = episode
+        return episode
+
+    def _reap(self) -> None:
+        now = time.monotonic()
+        for episode in list(self.episodes.values()):
+            if self._expired(episode, now):
+                self._discard(episode)
+
+    def _expired(self, episode: HostedEpisode, now: float) -> bool:
+        idle = self.settings.idle_timeout
+        return idle is not None and episode.busy == 0 and now - episode.last_used > idle
+
+    def _discard(self, episode: HostedEpisode) -> None:
+        episode.closed = True
+        self.episodes.pop(episode.id, None)
+        if episode.session is not None:
+            episode.session.close()
+
+    @contextlib.contextmanager
+    def _failures_reported(self, action: str) -> Iterator[None]:
+        """Let agent_env errors through; turn anything else the environment raised (a bug) into a `ServerError`."""
+        try:
+            yield
+        except AgentEnvError:
+            raise
+        except Exception as error:
+            raise ServerError(
+                f"{action} failed on Ray actor {self.name!r}: {type(error).__name__}: {error}"
+            ) from error
+
+    def _not_found(self, episode_id: str) -> str:
+        idle = self.settings.idle_timeout
+        idled = f"idled out after {idle:g} s, " if idle is not None else ""
+        return (
+            f"episode {episode_id[:96]!r} expired or unknown: it was closed, {idled}closed after a call timed "
+            "out, or its Ray actor restarted; call reset(...) to start a new episode"
+        )
+
+    def _timed_out(self, action: str, episode: HostedEpisode) -> str:
+        return (
+            f"{action} did not finish within the Ray pool's call timeout of {self.settings.call_timeout:g} s; "
+            f"episode {episode.id!r} was closed because its state is unknown: call reset(...) to start a new one"
+        )
+
+
+async def in_thread(function: Callable[[], T], timeout: float | None) -> T:
+    """Run `function` in a new daemon thread and await its result; past `timeout`, give up on it (it runs on).
+
+    A thread per call, not a pool: a call that never returns holds only its own thread, never a worker that the
+    next call needs, and a daemon thread does not keep the actor's process from exiting.
+
+    Raises:
+        _Overran: It ran longer than `timeout`.
+        Whatever `function` raised.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def work() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (function(), None)
+        except BaseException as error:
+            outcome = (None, error)
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(_settle, future, *outcome)
+
+    threading.Thread(target=work, name="agent-env-ray-call", daemon=True).start()
+    try:
+        return await asyncio.wait_for(future, timeout)
+    except TimeoutError:
+        if not future.cancelled():
+            raise
+        raise _Overran from None
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+async def _answer(work: Awaitable[Any]) -> Outcome:
+    try:
+        return ("ok", await work)
+    except AgentEnvError as error:
+        return ("error", error.code, http_status(error), str(error))
+
+
+def _session(episode: HostedEpisode) -> LocalSession:
+    assert episode.session is not None, "an episode's session is set before anyone can use it"
+    return episode.session

@@ -1,0 +1,392 @@
+"""`RayProvider` and `RaySession`: sessions whose episodes live on a pool of Ray actors, routed by episode id.
+
+A new episode goes to the least-loaded actor of the pool and stays there for life; its id names that actor
+(`pool/index/hex`), so any process connected to the pool can route a call from the id alone. Nothing is validated
+here: the actor's `LocalSession` checks every call, so a call fails on the pool exactly as it fails in process,
+with the same error class and message. Failures mirror the served path (`agent_env.server.client`): an episode lost
+with its actor raises `EpisodeNotFoundError`, a call past its timeout `CallTimeoutError`, and either lets the
+episode go, so the next `reset` starts afresh on a live actor. A tool call is never retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
+
+from agent_env.environment import Environment
+from agent_env.envs import load_environment
+from agent_env.errors import SessionClosedError
+from agent_env.ray._host import HostSettings
+from agent_env.ray._pool import RESERVED_OPTIONS, Pool, PoolSettings
+from agent_env.schema import fingerprint
+from agent_env.server.errors import (
+    CallTimeoutError,
+    EpisodeNotFoundError,
+    RemoteError,
+    ServerError,
+    ServerUnavailableError,
+    TooManyEpisodesError,
+    error_class,
+)
+from agent_env.session import Session
+
+logger = logging.getLogger("agent_env.ray")
+
+LOAD_TIMEOUT = 10.0
+"""Seconds an actor may take to say how loaded it is before `open` passes it over (it may be restarting)."""
+TIMEOUT_GRACE = 5.0
+"""Seconds past the pool's call timeout before the caller gives up on an actor that does not answer at all."""
+
+
+class RayProvider:
+    """Opens sessions of one environment whose episodes run on a pool of Ray actors; picklable, so it can travel.
+
+    Its state is the environment's reference, its configuration and the pool's settings; it joins the cluster and
+    finds (or makes) the pool's actors on first use in each process. `tools()` and `dataset_rows()` come from the
+    environment class in this process, with no Ray, so the factory's render check stays in the trainer's process;
+    on joining, every actor must serve the same tool set, or `PoolMismatchError`.
+
+    Args:
+        environment: A built-in name (`gridsim-desk`), `package.module:Class`, or a class importable by that name.
+        actors: How many actors the pool has.
+        episodes_per_actor: The most live episodes one actor holds; past `actors * episodes_per_actor`, `open`
+            raises `TooManyEpisodesError`.
+        pool: The pool's name (default: the environment class's name); processes using one name share the pool.
+        namespace: The Ray namespace the pool's actors are named in.
+        address: The Ray cluster to join (`auto`, `host:6379`, `ray://host:10001`); None joins the cluster this
+            process already runs in, or starts a local one.
+        actor_options: Passed to each actor's `.options(...)`: `num_cpus`, `memory`, `resources`,
+            `scheduling_strategy`, `max_restarts` (default -1: a dead actor comes back empty), ...
+        call_timeout: Seconds one reset, tool call or reward may run; past it the call raises `CallTimeoutError`
+            and its episode is closed. None lets calls run as long as they take.
+        idle_timeout: Seconds without a call after which an episode may be freed; None keeps them.
+        detached: Whether the actors outlive the process that made them (end them with `shutdown()`).
+        connect_timeout: Seconds to wait for the pool's actors to start when joining.
+        **config: Passed to the environment's constructor on the actors.
+
+    Raises:
+        ValueError: A setting is out of range, or the environment class cannot be imported by name.
+        LookupError: No environment by that name.
+    """
+
+    def __init__(
+        self,
+        environment: str | type[Environment],
+        *,
+        actors: int = 2,
+        episodes_per_actor: int = 128,
+        pool: str | None = None,
+        namespace: str = "agent_env",
+        address: str | None = None,
+        actor_options: Mapping[str, Any] | None = None,
+        call_timeout: float | None = 20.0,
+        idle_timeout: float | None = 600.0,
+        detached: bool = False,
+        connect_timeout: float = 120.0,
+        **config: Any,
+    ) -> None:
+        self.environment, reference = resolve_environment(environment)
+        self.name = self.environment.__name__
+        self.config = config
+        self.call_timeout = call_timeout
+        _check_settings(
+            actors, episodes_per_actor, call_timeout, idle_timeout, connect_timeout, actor_options
+        )
+        host = HostSettings(reference, dict(config), episodes_per_actor, call_timeout, idle_timeout)
+        settings = PoolSettings(
+            pool if pool is not None else self.name,
+            namespace,
+            actors,
+            address,
+            dict(actor_options or {}),
+            detached,
+            connect_timeout,
+        )
+        _check_pool_name(settings.pool)
+        self.pool = Pool(settings, host, fingerprint(self.tools()))
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The environment's published tools, from its class in this process; the pool serves the same."""
+        return self.environment.tools.published
+
+    def open(self) -> RaySession:
+        """A new session; its episode is placed on the least-loaded actor by the first `reset`."""
+        return RaySession(self)
+
+    def attach(self, episode_id: str) -> RaySession:
+        """A session on a live episode of this pool, opened by any process: the id says which actor holds it."""
+        self._slot(episode_id)
+        session = RaySession(self)
+        session.episode_id = episode_id
+        return session
+
+    def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        """The rows of a dataset split, each one a valid `reset(**row)` (computed in this process)."""
+        return self.environment(**self.config).dataset_rows(split)
+
+    def loads(self) -> dict[int, int]:
+        """How many live episodes each actor that answers in time holds, by slot."""
+        handles = self.pool.handles()
+        references: dict[int, Any] = {index: handle.load.remote() for index, handle in handles.items()}
+        ready, _ = ray.wait(list(references.values()), num_returns=len(references), timeout=LOAD_TIMEOUT)
+        loads: dict[int, int] = {}
+        for index, reference in references.items():
+            if reference not in ready:
+                continue
+            try:
+                loads[index] = ray.get(reference)
+            except RayActorError:
+                self.pool.forget(index, handles[index])
+        return loads
+
+    def place(self, row: Mapping[str, Any] | None, action: str) -> tuple[str, str | None]:
+        """Open an episode on the least-loaded actor that takes it; return its id and first observation.
+
+        Raises:
+            TooManyEpisodesError: Every actor is full.
+            ServerUnavailableError: No actor answered.
+        """
+        loads = self.loads()
+        if not loads:
+            raise ServerUnavailableError(
+                f"{action}: no actor of Ray pool {self.pool.settings.pool!r} answered within {LOAD_TIMEOUT:g} s"
+            )
+        capacity = self.pool.host.episodes_per_actor
+        for index in sorted(loads, key=lambda slot: (loads[slot], random.random())):
+            if loads[index] >= capacity:
+                break
+            episode_id = f"{self.pool.settings.actor_name(index)}/{uuid.uuid4().hex}"
+            try:
+                observation = self.request(
+                    episode_id, "open", dict(row) if row is not None else None, action=action, calls=2
+                )
+            except TooManyEpisodesError:  # filled since it was asked: try the next
+                continue
+            except EpisodeNotFoundError:  # it died since it was asked: try the next
+                continue
+            return episode_id, observation
+        settings = self.pool.settings
+        raise TooManyEpisodesError(
+            f"{action}: Ray pool {settings.pool!r} is full: its {settings.actors} actors hold {capacity} live "
+            "episodes each (episodes_per_actor); close finished sessions, wait for idle ones to expire, or make "
+            "the pool bigger (actors=, episodes_per_actor=)"
+        )
+
+    def request(self, episode_id: str, method: str, *args: Any, action: str, calls: int = 1) -> Any:
+        """Send one request about an episode to the actor that holds it, and return its answer.
+
+        Raises:
+            The error the actor answered with, as its own class (`ToolArgumentError`, `EpisodeNotFoundError`, ...);
+            `EpisodeNotFoundError` when the actor died or restarted, `CallTimeoutError` when it does not answer
+            within `calls` call timeouts (and a grace).
+        """
+        index = self._slot(episode_id)
+        handle = self.pool.handle(index)
+        name = self.pool.settings.actor_name(index)
+        timeout = None if self.call_timeout is None else calls * self.call_timeout + TIMEOUT_GRACE
+        reference = getattr(handle, method).remote(episode_id, *args)
+        try:
+            outcome = ray.get(reference, timeout=timeout)
+        except GetTimeoutError:
+            handle.close.remote(episode_id)
+            raise CallTimeoutError(
+                f"{action}: no answer from Ray actor {name!r} within {timeout:g} s; episode {episode_id!r} was "
+                "closed because its state is unknown: call reset(...) to start a new one"
+            ) from None
+        except RayActorError as error:
+            handle.close.remote(episode_id)
+            self.pool.forget(
+                index, handle
+            )  # the next use gets the slot's actor anew (restarted, or made again)
+            raise EpisodeNotFoundError(
+                f"{action}: episode {episode_id!r} was lost with Ray actor {name!r}, which died or could not be "
+                f"reached ({type(error).__name__}); the call was not retried and the episode's state is gone: "
+                "call reset(...) to start a new episode"
+            ) from None
+        except RayTaskError as error:
+            raise ServerError(f"{action} failed on Ray actor {name!r}: {error}") from None
+        if outcome[0] == "ok":
+            return outcome[1]
+        _, code, status, message = outcome
+        raise error_class(code, status)(message)
+
+    def close_episode(self, episode_id: str) -> None:
+        """Ask the episode's actor to close it, without waiting or raising: it may be gone already."""
+        try:
+            self.pool.handle(self._slot(episode_id)).close.remote(episode_id)
+        except (RayError, RemoteError) as error:
+            logger.debug("agent_env: closing episode %s: %s", episode_id, error)
+
+    def shutdown(self) -> None:
+        """End the pool's actors (detached ones too); every episode on them is gone."""
+        self.pool.shutdown()
+
+    def _slot(self, episode_id: str) -> int:
+        pool, _, rest = episode_id.rpartition("/")[0].rpartition("/")
+        settings = self.pool.settings
+        if pool != settings.pool or not rest.isdigit() or int(rest) >= settings.actors:
+            raise EpisodeNotFoundError(
+                f"episode {episode_id[:96]!r} is not an episode of Ray pool {settings.pool!r} "
+                f"({settings.actors} actors): its id names another pool or actor"
+            )
+        return int(rest)
+
+    def __getstate__(self) -> dict[str, Any]:
+        settings, host = self.pool.settings, self.pool.host
+        return {
+            "environment": host.environment,
+            "actors": settings.actors,
+            "episodes_per_actor": host.episodes_per_actor,
+            "pool": settings.pool,
+            "namespace": settings.namespace,
+            # A process that started a local cluster sends its address, so its children join that cluster.
+            "address": self.pool.address,
+            "actor_options": dict(settings.actor_options),
+            "call_timeout": host.call_timeout,
+            "idle_timeout": host.idle_timeout,
+            "detached": settings.detached,
+            "connect_timeout": settings.connect_timeout,
+            "config": dict(host.config),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        environment, config = state.pop("environment"), state.pop("config")
+        self.__init__(environment, **state, **config)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        settings = self.pool.settings
+        return (
+            f"RayProvider({self.name!r}, pool={settings.pool!r}, namespace={settings.namespace!r}, "
+            f"actors={settings.actors})"
+        )
+
+
+class RaySession(Session):
+    """A session whose episode lives on one actor of a Ray pool, reset again and again there.
+
+    The first `reset` places the episode on the least-loaded actor; later ones start the next episode in the same
+    environment instance on that actor, as `LocalSession` does in process (or a fresh one, anywhere, if the actor
+    has lost it). A call or reward before any `reset` opens the episode without starting it, so the actor answers
+    with the very error a `LocalSession` raises. When a call times out or the episode is lost, this session lets
+    go of it; the next `reset` starts a new one.
+    """
+
+    def __init__(self, provider: RayProvider) -> None:
+        self.provider = provider
+        self.episode_id: str | None = None
+        self._closed = False
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self.provider.tools()
+
+    def reset(self, **row: Any) -> str | None:
+        self._require_open()
+        if self.episode_id is not None:
+            try:
+                observation: str | None = self.provider.request(self.episode_id, "reset", row, action="reset")
+                return observation
+            except (EpisodeNotFoundError, CallTimeoutError):
+                self.episode_id = None  # lost with its actor, idled out or timed out: a reset starts afresh
+        self.episode_id, observation = self.provider.place(row, "reset")
+        return observation
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        result: str = self._episode_request("call", name, dict(arguments), action=f"tool '{name}'")
+        return result
+
+    def reward(self) -> float:
+        return float(self._episode_request("reward", action="reward()"))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._let_go()
+
+    def _episode_request(self, method: str, *args: Any, action: str) -> Any:
+        self._require_open()
+        if self.episode_id is None:
+            self.episode_id, _ = self.provider.place(None, action)
+        try:
+            return self.provider.request(self.episode_id, method, *args, action=action)
+        except (CallTimeoutError, EpisodeNotFoundError):
+            self._let_go()
+            raise
+
+    def _let_go(self) -> None:
+        episode_id, self.episode_id = self.episode_id, None
+        if episode_id is not None:
+            self.provider.close_episode(episode_id)
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError()
+
+
+def resolve_environment(environment: str | type[Environment]) -> tuple[type[Environment], str]:
+    """The environment class and the reference every actor loads it by (`package.module:Class` or a built-in name).
+
+    Raises:
+        ValueError: A class that cannot be imported by its name (defined in a function, or in `__main__`).
+    """
+    if isinstance(environment, str):
+        return load_environment(environment), environment
+    reference = f"{environment.__module__}:{environment.__qualname__}"
+    if environment.__module__ == "__main__" or "<locals>" in environment.__qualname__:
+        raise ValueError(
+            f"{environment.__qualname__} cannot run on Ray actors: they import it by name, and {reference!r} "
+            "cannot be imported there; define it at the top level of a module and pass 'package.module:Class'"
+        )
+    try:
+        found = load_environment(reference)
+    except (ImportError, LookupError) as error:
+        raise ValueError(
+            f"{reference!r} cannot be imported by name, so Ray actors cannot load it: {error}"
+        ) from None
+    if found is not environment:
+        raise ValueError(
+            f"{reference!r} names another class than {environment!r}; pass 'package.module:Class'"
+        )
+    return environment, reference
+
+
+def _check_settings(
+    actors: int,
+    episodes_per_actor: int,
+    call_timeout: float | None,
+    idle_timeout: float | None,
+    connect_timeout: float,
+    actor_options: Mapping[str, Any] | None,
+) -> None:
+    for name, count in (("actors", actors), ("episodes_per_actor", episodes_per_actor)):
+        if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+            raise ValueError(f"{name} must be a positive whole number, not {count!r}")
+    for name, seconds in (
+        ("call_timeout", call_timeout),
+        ("idle_timeout", idle_timeout),
+        ("connect_timeout", connect_timeout),
+    ):
+        if seconds is not None and not (
+            isinstance(seconds, int | float) and math.isfinite(seconds) and seconds > 0
+        ):
+            raise ValueError(f"{name} must be a positive, finite number of seconds, not {seconds!r}")
+    reserved = sorted(set(actor_options or {}) & set(RESERVED_OPTIONS))
+    if reserved:
+        raise ValueError(
+            f"actor_options may not set {', '.join(reserved)}: the pool names its actors (pool=, namespace=), "
+            "reuses them (get_if_exists), sets their lifetime (detached=) and never retries a call "
+            "(max_task_retries=0)"
+        )
+
+
+def _check_pool_name(pool: str) -> None:
+    if not pool or "/" in pool:
+        raise ValueError(f"pool must be a non-empty name without '/', not {pool!r}")
