@@ -1,0 +1,33 @@
+"""Fixtures every tier may share: one local Ray cluster for the whole test session, started only when first asked for."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """A real local Ray cluster (2 logical CPUs, token auth with a fresh token) joined by this process; its GCS
+    address. Processes this one starts inherit the token, as a training node would from its environment."""
+    # Ray reads these when it is imported. Token auth is Ray 2.60's default for a new cluster, said out loud here:
+    # nothing joins without the token.
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(16)
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray = pytest.importorskip("ray", reason="Ray is not installed (the `ray` extra)")
+    ray.init(
+        num_cpus=2,
+        object_store_memory=200 * 1024 * 1024,
+        include_dashboard=False,
+        logging_level=logging.WARNING,
+        log_to_driver=False,
+    )
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()

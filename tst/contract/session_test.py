@@ -1,0 +1,187 @@
+"""The session contract, run against every provider (in process, served, Ray): the same calls give the same results
+and the same errors, class for class and message for message, and a refused call changes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from agent_env import (
+    EpisodeEndedError,
+    EpisodeNotStartedError,
+    LocalSession,
+    SessionClosedError,
+    ToolArgumentError,
+    ToolError,
+    UnknownToolError,
+)
+from agent_env.errors import AgentEnvError
+from agent_env.session import Provider, Session
+from tst.data.toy import ToyDesk
+
+CURVE = {"hours": "HE07-HE10", "points": [[-50, 20], [50, 40]]}
+BAD = {"curves": [CURVE, {"hours": [25], "points": [[0, 1], [1, "x"]]}], "as_offers": [{"product": "reg"}]}
+
+
+@pytest.fixture
+def session(provider: Provider) -> Iterator[Session]:
+    session = provider.open()
+    session.reset(task="t1")
+    yield session
+    session.close()
+
+
+def test_reset_returns_the_observation(provider):
+    with provider.open() as session:
+        assert session.reset(task="t9", prompt=[]) == "Task t9: submit offers, then end your turn."
+
+
+def test_a_valid_call_runs_and_returns_text(session):
+    assert session.call_tool("submit_offers", {"curves": [CURVE]}) == "accepted 1 curves and 0 AS offers"
+    assert session.call_tool("battery_status", {}) == '{"soc_mwh":100.0,"max_mw":100.0}'
+
+
+def test_an_invalid_call_names_the_path_and_changes_nothing(session):
+    session.call_tool("submit_offers", {"curves": [CURVE]})
+    with pytest.raises(ToolArgumentError) as raised:
+        session.call_tool("submit_offers", BAD)
+    message = str(raised.value)
+    assert message == in_process_error(lambda s: s.call_tool("submit_offers", BAD))
+    assert "- curves[1].hours[0]: 25 is greater than the maximum of 24" in message
+    assert '- curves[1].points[1][1]: expected number; got string "x"' in message
+    assert "- as_offers[0]: missing required property 'hours'" in message
+    assert session.reward() == 0.1  # one curve in the book, as before the refused call
+
+
+def test_a_rule_the_tool_checks_is_refused_and_changes_nothing(session):
+    with pytest.raises(ToolError, match=r"^curves\[0\].points: prices must be non-decreasing$"):
+        session.call_tool("submit_offers", {"curves": [{"hours": "all", "points": [[0, 9], [1, 2]]}]})
+    assert session.reward() == 0.0
+
+
+def test_an_unknown_tool_is_named_with_the_tools_there_are(session):
+    with pytest.raises(UnknownToolError) as raised:
+        session.call_tool("../../etc/passwd", {})
+    assert str(raised.value).startswith('unknown tool "../../etc/passwd"; the tools are: submit_offers, ')
+    assert str(raised.value) == in_process_error(lambda s: s.call_tool("../../etc/passwd", {}))
+
+
+def test_calls_before_reset_are_refused(provider):
+    with provider.open() as session, pytest.raises(EpisodeNotStartedError) as raised:
+        session.call_tool("battery_status", {})
+    assert str(raised.value) == (
+        "tool 'battery_status' was called before the episode started: call reset(...) first"
+    )
+
+
+def test_calls_after_end_turn_are_refused_until_the_next_reset(session):
+    session.call_tool("end_turn", {})
+    with pytest.raises(EpisodeEndedError, match="after the episode ended"):
+        session.call_tool("battery_status", {})
+    session.reset()
+    assert session.call_tool("battery_status", {})
+
+
+def test_reading_the_reward_ends_a_running_episode(session):
+    session.call_tool("submit_offers", {"curves": [CURVE, CURVE]})
+    assert session.reward() == 0.2
+    assert session.reward() == 0.2
+    with pytest.raises(EpisodeEndedError):
+        session.call_tool("submit_offers", {"curves": [CURVE]})
+
+
+def test_the_reward_before_any_episode_is_refused(provider):
+    with provider.open() as session, pytest.raises(EpisodeNotStartedError, match="call reset"):
+        session.reward()
+
+
+def test_a_closed_session_refuses_everything_and_closing_twice_is_harmless(session):
+    session.close()
+    session.close()
+    for use in (lambda: session.reset(), lambda: session.call_tool("battery_status", {}), session.reward):
+        with pytest.raises(SessionClosedError, match="^this session is closed; open a new one$"):
+            use()
+
+
+def test_each_reset_starts_a_fresh_episode_in_the_same_session(session):
+    session.call_tool("submit_offers", {"curves": [CURVE]})
+    assert session.reward() == 0.1
+    assert session.reset(task="t2") == "Task t2: submit offers, then end your turn."
+    assert session.reward() == 0.0
+
+
+def test_async_tools_run_from_sync_and_async_callers(session):
+    assert session.call_tool("write_note", {"text": "a"}) == "1 notes"
+    assert asyncio.run(session.acall_tool("write_note", {"text": "b"})) == "2 notes"
+    assert asyncio.run(session.acall_tool("battery_status", {})).startswith("{")
+    with pytest.raises(ToolArgumentError, match="text: "):
+        asyncio.run(session.acall_tool("write_note", {"text": "x" * 201}))
+
+
+def test_a_provider_names_lists_and_opens_fresh_isolated_sessions(provider):
+    assert provider.name == "ToyDesk"
+    assert provider.tools() == ToyDesk.tools.published
+    assert provider.dataset_rows("test")[1]["task"] == "test-1"
+    with provider.open() as first, provider.open() as second:
+        first.reset()
+        second.reset()
+        first.call_tool("submit_offers", {"curves": [CURVE]})
+        assert first.reward() == 0.1 and second.reward() == 0.0
+
+
+Step = Callable[[Session], Any]
+
+SCRIPTS: dict[str, list[Step]] = {
+    "a good episode": [
+        lambda s: s.reset(task="t3"),
+        lambda s: s.call_tool(
+            "submit_offers",
+            {"curves": [CURVE], "as_offers": [{"product": "regup", "hours": "HE07", "mw": 5, "price": 3}]},
+        ),
+        lambda s: s.call_tool("write_note", {"text": "ünïcode"}),
+        lambda s: s.call_tool("end_turn", {}),
+        lambda s: s.reward(),
+    ],
+    "a schema the arguments break": [
+        lambda s: s.reset(),
+        lambda s: s.call_tool("submit_offers", {"curves": 3}),
+    ],
+    "a call after end_turn": [
+        lambda s: s.reset(),
+        lambda s: s.call_tool("end_turn", {}),
+        lambda s: s.call_tool("battery_status", {}),
+    ],
+    "use after close": [
+        lambda s: s.reset(),
+        lambda s: s.close(),
+        lambda s: s.call_tool("battery_status", {}),
+    ],
+}
+
+
+@pytest.mark.parametrize("script", SCRIPTS.values(), ids=SCRIPTS.keys())
+def test_a_session_answers_as_an_in_process_one_step_for_step(provider, script):
+    assert play(provider.open(), script) == play(LocalSession(ToyDesk()), script)
+
+
+def play(session: Session, script: list[Step]) -> list[Any]:
+    outcomes: list[Any] = []
+    for step in script:
+        try:
+            outcomes.append(("ok", step(session)))
+        except AgentEnvError as error:
+            outcomes.append((type(error), str(error)))
+            break
+    session.close()
+    return outcomes
+
+
+def in_process_error(step: Step) -> str:
+    session = LocalSession(ToyDesk())
+    session.reset()
+    with pytest.raises(AgentEnvError) as raised:
+        step(session)
+    return str(raised.value)
