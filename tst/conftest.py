@@ -9,16 +9,17 @@ from collections.abc import Iterator
 
 import pytest
 
+# Ray reads its auth settings when it is first imported, and test modules import it when collected: set them here,
+# before any. Token auth is Ray 2.60's default for a new cluster, said out loud, with a fresh token per run; every
+# process the tests start inherits it, as a training node would from its environment.
+os.environ["RAY_AUTH_MODE"] = "token"
+os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(16)
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:
-    """A real local Ray cluster (2 logical CPUs, token auth with a fresh token) joined by this process; its GCS
-    address. Processes this one starts inherit the token, as a training node would from its environment."""
-    # Ray reads these when it is imported. Token auth is Ray 2.60's default for a new cluster, said out loud here:
-    # nothing joins without the token.
-    os.environ["RAY_AUTH_MODE"] = "token"
-    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(16)
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    """A real local Ray cluster (2 logical CPUs, token auth) joined by this process; its GCS address."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (the `ray` extra)")
     ray.init(
         num_cpus=2,

@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import ray
 from ray.actor import ActorHandle
-from ray.exceptions import GetTimeoutError, RayActorError, RayError
+from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayError
 
 from agent_env.ray._host import EpisodeHost, HostSettings
 from agent_env.ray.errors import PoolMismatchError
@@ -78,8 +79,13 @@ class Pool:
 
     @property
     def address(self) -> str | None:
-        """The configured cluster address; with none configured, the cluster this process joined (its GCS address)."""
-        return self.settings.address if self.settings.address is not None else self._address
+        """The configured cluster address; with none configured, the cluster this process is in (its GCS address),
+        so that a process this one starts joins the same cluster rather than starting its own."""
+        if self.settings.address is not None:
+            return self.settings.address
+        if self._address is None and ray.is_initialized():
+            return _gcs_address()
+        return self._address
 
     def handle(self, index: int) -> ActorHandle:
         """The actor of slot `index`, joining the cluster and checking the whole pool first if this process has not."""
@@ -155,12 +161,19 @@ class Pool:
         return handles
 
     def _describe(self, handles: dict[int, ActorHandle]) -> dict[int, dict[str, Any]]:
+        deadline = time.monotonic() + self.settings.connect_timeout
         references: dict[int, Any] = {index: handle.describe.remote() for index, handle in handles.items()}
         descriptions: dict[int, dict[str, Any]] = {}
         for index, reference in references.items():
             name = self.settings.actor_name(index)
             try:
-                descriptions[index] = ray.get(reference, timeout=self.settings.connect_timeout)
+                while True:
+                    try:
+                        descriptions[index] = ray.get(reference, timeout=max(deadline - time.monotonic(), 0))
+                        break
+                    except ActorUnavailableError:  # restarting: ask again until it is back, or the deadline
+                        time.sleep(0.1)
+                        reference = handles[index].describe.remote()
             except GetTimeoutError:
                 raise ServerUnavailableError(
                     f"Ray actor {name!r} did not start within {self.settings.connect_timeout:g} s: does the "

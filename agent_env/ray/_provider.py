@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
+from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayError, RayTaskError
 
 from agent_env.environment import Environment
 from agent_env.envs import load_environment
@@ -142,8 +142,10 @@ class RayProvider:
                 continue
             try:
                 loads[index] = ray.get(reference)
-            except RayActorError:
+            except ActorDiedError:
                 self.pool.forget(index, handles[index])
+            except RayActorError:  # restarting: pass it over this time
+                continue
         return loads
 
     def place(self, row: Mapping[str, Any] | None, action: str) -> tuple[str, str | None]:
@@ -202,9 +204,8 @@ class RayProvider:
             ) from None
         except RayActorError as error:
             handle.close.remote(episode_id)
-            self.pool.forget(
-                index, handle
-            )  # the next use gets the slot's actor anew (restarted, or made again)
+            if isinstance(error, ActorDiedError):  # for good: the next use makes the slot's actor again
+                self.pool.forget(index, handle)
             raise EpisodeNotFoundError(
                 f"{action}: episode {episode_id!r} was lost with Ray actor {name!r}, which died or could not be "
                 f"reached ({type(error).__name__}); the call was not retried and the episode's state is gone: "
@@ -218,9 +219,9 @@ class RayProvider:
         raise error_class(code, status)(message)
 
     def close_episode(self, episode_id: str) -> None:
-        """Ask the episode's actor to close it, without waiting or raising: it may be gone already."""
+        """Close an episode on its actor and wait (a little) until it is freed; never raises: it may be gone."""
         try:
-            self.pool.handle(self._slot(episode_id)).close.remote(episode_id)
+            ray.get(self.pool.handle(self._slot(episode_id)).close.remote(episode_id), timeout=LOAD_TIMEOUT)
         except (RayError, RemoteError) as error:
             logger.debug("agent_env: closing episode %s: %s", episode_id, error)
 
@@ -318,13 +319,17 @@ class RaySession(Session):
         try:
             return self.provider.request(self.episode_id, method, *args, action=action)
         except (CallTimeoutError, EpisodeNotFoundError):
-            self._let_go()
+            self._drop()
             raise
 
     def _let_go(self) -> None:
         episode_id, self.episode_id = self.episode_id, None
         if episode_id is not None:
             self.provider.close_episode(episode_id)
+
+    def _drop(self) -> None:
+        """Forget the episode: it timed out or was lost, and the provider has already asked its actor to close it."""
+        self.episode_id = None
 
     def _require_open(self) -> None:
         if self._closed:

@@ -102,7 +102,7 @@ def test_a_closed_session_refuses_everything_and_closing_twice_is_harmless(sessi
     session.close()
     session.close()
     for use in (lambda: session.reset(), lambda: session.call_tool("battery_status", {}), session.reward):
-        with pytest.raises(SessionClosedError, match="^this session is closed; open a new one$"):
+        with pytest.raises(SessionClosedError, match=r"^this session is closed; open a new one$"):
             use()
 
 

@@ -1,0 +1,92 @@
+"""Faults on the pool: an actor killed mid-episode fails only its own episodes, with the typed error, and the next
+reset starts afresh on a live actor; a call past its timeout raises the typed timeout error and closes its episode.
+No call is ever retried."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import ray
+
+from agent_env.ray import RayProvider
+from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError
+from tst.ray.envs import WhereDesk
+
+
+def test_killing_an_actor_mid_episode_fails_only_its_episodes_and_later_episodes_work(ray_cluster):
+    provider = RayProvider(WhereDesk, actors=2, episodes_per_actor=4, pool="doomed")
+    try:
+        sessions = [provider.open() for _ in range(4)]
+        for seed, session in enumerate(sessions):
+            session.reset(seed=10 * seed)
+        doomed = [session for session in sessions if session.episode_id.startswith("doomed/0/")]
+        spared = [session for session in sessions if session.episode_id.startswith("doomed/1/")]
+        assert len(doomed) == len(spared) == 2
+        old_pid = doomed[0].call_tool("where", {})
+
+        with ThreadPoolExecutor(1) as caller:
+            in_flight = caller.submit(doomed[0].call_tool, "hang", {"seconds": 60})
+            time.sleep(
+                1.0
+            )  # let the call reach the actor; if it has not, it meets the restarted actor instead
+            ray.kill(ray.get_actor("doomed/0", namespace="agent_env"), no_restart=False)
+            with pytest.raises(EpisodeNotFoundError, match=r"call reset\(\.\.\.\) to start a new episode$"):
+                in_flight.result(timeout=120)
+        assert doomed[0].episode_id is None  # the session let go of the lost episode
+
+        with pytest.raises(EpisodeNotFoundError, match=r"call reset\(\.\.\.\) to start a new episode$"):
+            doomed[1].call_tool("add", {"amount": 1})
+        for session in spared:  # the other actor's episodes go on, state and all
+            seed = int(session.call_tool("add", {"amount": 0}).removeprefix("total "))
+            assert session.call_tool("add", {"amount": 1}) == f"total {seed + 1}"
+
+        assert doomed[0].reset(seed=7) == "counter starts at 7"  # afresh, on a live actor
+        assert doomed[0].call_tool("add", {"amount": 1}) == "total 8"
+        assert doomed[0].call_tool("where", {}) != old_pid
+        assert doomed[1].reset(seed=1) == "counter starts at 1"
+        for session in sessions:
+            session.close()
+        assert provider.loads() == {0: 0, 1: 0}  # the restarted actor is back in the pool, empty
+    finally:
+        provider.shutdown()
+
+
+def test_a_call_past_the_timeout_raises_the_typed_error_and_closes_its_episode(where):
+    for tool in ("hang", "snooze"):  # a blocking tool in its thread, an async one on the actor's event loop
+        with where.open() as session:
+            session.reset(seed=3)
+            episode_id = session.episode_id
+            live = sum(where.loads().values())
+            started = time.monotonic()
+            with pytest.raises(CallTimeoutError) as raised:
+                session.call_tool(tool, {"seconds": 30})
+            assert time.monotonic() - started < 20
+            assert str(raised.value) == (
+                f"tool '{tool}' did not finish within the Ray pool's call timeout of 2 s; episode {episode_id!r} "
+                "was closed because its state is unknown: call reset(...) to start a new one"
+            )
+            assert session.episode_id is None and sum(where.loads().values()) == live - 1
+            with pytest.raises(EpisodeNotFoundError, match="expired or unknown: it was closed"):
+                where.attach(episode_id).call_tool("add", {"amount": 1})
+            assert session.reset(seed=4) == "counter starts at 4"
+            assert session.episode_id != episode_id
+
+
+def test_an_actor_that_does_not_answer_at_all_times_out_on_the_caller_side(ray_cluster):
+    provider = RayProvider(WhereDesk, actors=1, pool="frozen", call_timeout=1.0)
+    try:
+        with provider.open() as session:
+            session.reset()
+            started = time.monotonic()
+            with pytest.raises(
+                CallTimeoutError, match=r"^tool 'freeze': no answer from Ray actor 'frozen/0' "
+            ):
+                session.call_tool(
+                    "freeze", {"seconds": 12}
+                )  # blocks the actor's event loop: it cannot time out
+            assert 5.5 < time.monotonic() - started < 11
+            assert session.episode_id is None
+    finally:
+        provider.shutdown()
