@@ -13,7 +13,19 @@ from packaging.utils import canonicalize_name
 # Imported by a declared dependency only when it happens to be installed: transformers uses Pillow, httpcore
 # (under huggingface_hub's httpx) sniffio, and the MCP SDK's logging rich (with its pygments), when present.
 OPTIONAL_IMPORTS = {"PIL", "sniffio", "rich", "pygments"}
-HEAVY = ("transformers", "torch", "trl", "mcp", "starlette", "uvicorn", "httpx", "datasets", "numpy", "scipy")
+HEAVY = (
+    "transformers",
+    "torch",
+    "trl",
+    "mcp",
+    "starlette",
+    "uvicorn",
+    "httpx",
+    "datasets",
+    "numpy",
+    "scipy",
+    "ray",
+)
 
 
 def imported_top_level_modules(code: str) -> set[str]:
@@ -89,12 +101,17 @@ def test_the_training_layer_at_work_imports_only_what_the_trl_extra_declares():
     assert undeclared(modules, ("trl",)) == set()
 
 
+def test_the_ray_package_loads_ray_only_when_its_provider_is_touched():
+    modules = imported_top_level_modules("import agent_env.ray; from agent_env.ray import PoolMismatchError")
+    assert "ray" not in modules and not modules & set(HEAVY)
+
+
 def test_the_check_catches_a_module_no_extra_declares():
     modules = imported_top_level_modules("import agent_env, hypothesis")
     assert any(entry.startswith("hypothesis") for entry in undeclared(modules, ()))
 
 
-@pytest.mark.parametrize("extra", ["trl", "server", "cli"])
+@pytest.mark.parametrize("extra", ["trl", "server", "cli", "ray"])
 def test_every_extra_is_declared(extra):
     markers = [Requirement(text).marker for text in requires("agent-env") or []]
     assert any(marker is not None and marker.evaluate({"extra": extra}) for marker in markers)
