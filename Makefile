@@ -4,7 +4,7 @@ PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 RUN := $(UV) run --frozen
 
-.PHONY: install test unit-test trl-test lint format bench soak demo
+.PHONY: install test unit-test trl-test ray-test lint format bench soak demo
 
 .venv/.installed: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -22,6 +22,9 @@ unit-test: install
 
 trl-test: install
 	$(RUN) pytest tst/trl
+
+ray-test: install
+	$(RUN) pytest tst/contract tst/ray
 
 lint: install
 	$(RUN) ruff check agent_env tst bench
