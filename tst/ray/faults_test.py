@@ -90,3 +90,22 @@ def test_an_actor_that_does_not_answer_at_all_times_out_on_the_caller_side(ray_c
             assert session.episode_id is None
     finally:
         provider.shutdown()
+
+
+def test_an_actor_dead_for_good_is_made_again_for_the_next_episode(ray_cluster):
+    provider = RayProvider(WhereDesk, actors=1, pool="mortal", actor_options={"max_restarts": 0})
+    try:
+        session = provider.open()
+        session.reset(seed=1)
+        old_pid = session.call_tool("where", {})
+        ray.kill(ray.get_actor("mortal/0", namespace="agent_env"))  # no restart: it is gone for good
+        deadline = time.monotonic() + 60
+        with pytest.raises(EpisodeNotFoundError, match=r"was lost with Ray actor 'mortal/0', which died"):
+            while time.monotonic() < deadline:  # the kill lands a moment later
+                session.call_tool("add", {"amount": 1})
+                time.sleep(0.1)
+        assert session.reset(seed=5) == "counter starts at 5"
+        assert session.call_tool("where", {}) != old_pid  # a new actor under the same name
+        session.close()
+    finally:
+        provider.shutdown()
