@@ -1,8 +1,8 @@
 """The body of one pool actor: many live episodes of one environment, each a `LocalSession`, under the pool's limits.
 
 Plain Python, no Ray: the pool makes it an async Ray actor. Every episode is a `LocalSession` on its own environment
-instance, so every call is validated and run exactly as in process. Environment code runs in a daemon thread per
-call (async tools on the actor's event loop), one call at a time per episode, under the call timeout. A call that
+instance, so every call is validated and run exactly as in process. Environment code runs on the episode's own
+daemon thread (async tools on the actor's event loop), one call at a time per episode, under the call timeout. A call that
 times out leaves its episode in a state nobody knows (its thread may still be running), so the episode is closed
 and its id becomes unknown, as on the served path.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -62,6 +63,58 @@ class HostSettings:
     idle_timeout: float | None
 
 
+class _Overran(Exception):
+    """A call ran past the call timeout (not a `TimeoutError` the environment raised itself)."""
+
+
+class EpisodeWorker:
+    """One daemon thread that runs one episode's calls, in order, started on its first call.
+
+    A thread per episode, not a shared pool: a call that never returns holds only its own episode's thread (and
+    that episode is closed when the call times out, so nothing waits behind it), never a worker that another
+    episode needs; a daemon thread does not keep the actor's process from exiting.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.Future[Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._thread: threading.Thread | None = None
+
+    async def run(self, function: Callable[[], T], timeout: float | None) -> T:
+        """Run `function` on this episode's thread and await its result; past `timeout`, give up on it.
+
+        Raises:
+            _Overran: It ran longer than `timeout` (it runs on; its result is thrown away).
+            Whatever `function` raised.
+        """
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="agent-env-episode", daemon=True)
+            self._thread.start()
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._jobs.put((function, future))
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            if not future.cancelled():
+                raise
+            raise _Overran from None
+
+    def stop(self) -> None:
+        """Let the thread end once the call it is running (if any) returns."""
+        self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            function, future = job
+            try:
+                outcome: tuple[Any, BaseException | None] = (function(), None)
+            except BaseException as error:
+                outcome = (None, error)
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                future.get_loop().call_soon_threadsafe(_settle, future, *outcome)
+
+
 @dataclass(eq=False)
 class HostedEpisode:
     """One live episode: its session, the lock that keeps its calls one at a time, and when it was last used."""
@@ -69,13 +122,10 @@ class HostedEpisode:
     id: str
     session: LocalSession | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    worker: EpisodeWorker = field(default_factory=EpisodeWorker)
     last_used: float = field(default_factory=time.monotonic)
     busy: int = 1
     closed: bool = False
-
-
-class _Overran(Exception):
-    """A call ran past the call timeout (not a `TimeoutError` the environment raised itself)."""
 
 
 class EpisodeHost:
@@ -192,7 +242,7 @@ class EpisodeHost:
 
     async def _run(self, episode: HostedEpisode, function: Callable[[], T], action: str) -> T:
         try:
-            return await in_thread(function, self.settings.call_timeout)
+            return await episode.worker.run(function, self.settings.call_timeout)
         except _Overran:
             self._discard(episode)
             raise CallTimeoutError(self._timed_out(action, episode)) from None
@@ -254,6 +304,8 @@ class EpisodeHost:
         return idle is not None and episode.busy == 0 and now - episode.last_used > idle
 
     def _discard(self, episode: HostedEpisode) -> None:
+        if not episode.closed:
+            episode.worker.stop()
         episode.closed = True
         self.episodes.pop(episode.id, None)
         if episode.session is not None:
@@ -284,36 +336,6 @@ class EpisodeHost:
             f"{action} did not finish within the Ray pool's call timeout of {self.settings.call_timeout:g} s; "
             f"episode {episode.id!r} was closed because its state is unknown: call reset(...) to start a new one"
         )
-
-
-async def in_thread(function: Callable[[], T], timeout: float | None) -> T:
-    """Run `function` in a new daemon thread and await its result; past `timeout`, give up on it (it runs on).
-
-    A thread per call, not a pool: a call that never returns holds only its own thread, never a worker that the
-    next call needs, and a daemon thread does not keep the actor's process from exiting.
-
-    Raises:
-        _Overran: It ran longer than `timeout`.
-        Whatever `function` raised.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def work() -> None:
-        try:
-            outcome: tuple[Any, BaseException | None] = (function(), None)
-        except BaseException as error:
-            outcome = (None, error)
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-            loop.call_soon_threadsafe(_settle, future, *outcome)
-
-    threading.Thread(target=work, name="agent-env-ray-call", daemon=True).start()
-    try:
-        return await asyncio.wait_for(future, timeout)
-    except TimeoutError:
-        if not future.cancelled():
-            raise
-        raise _Overran from None
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
