@@ -74,6 +74,8 @@ def test_a_factory_pickled_into_a_spawned_child_plays_a_whole_episode_and_routes
         continued = child.submit(continue_an_episode, where, parent.episode_id).result(timeout=60)
     assert played[:2] == ["counter starts at 2", "total 5"]
     assert played[2] == played[3]  # both calls on one actor
+    pool_pids = {actor_pid(where, f"where/{index}/x") for index in range(4)}
+    assert played[2] in pool_pids  # the child joined the pool this process made, rather than making its own
     assert played[4] == 5.0
     assert continued == [
         "total 11",
