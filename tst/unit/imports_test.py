@@ -11,8 +11,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 # Imported by a declared dependency only when it happens to be installed: transformers uses Pillow, httpcore
-# (under huggingface_hub's httpx) sniffio, and the MCP SDK's logging rich (with its pygments), when present.
-OPTIONAL_IMPORTS = {"PIL", "sniffio", "rich", "pygments"}
+# (under huggingface_hub's httpx) sniffio, the MCP SDK's logging rich (with its pygments), and numpy's f2py
+# charset_normalizer (which Ray's requests brings), when present.
+OPTIONAL_IMPORTS = {"PIL", "sniffio", "rich", "pygments", "charset_normalizer"}
 HEAVY = (
     "transformers",
     "torch",
