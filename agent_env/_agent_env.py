@@ -63,18 +63,25 @@ class AgentEnv:
         return cls(RemoteProvider(url, token=token, timeout=timeout), chat_template=chat_template)
 
     @classmethod
-    def ray(cls, environment: str | type[Environment] = DEFAULT_ENVIRONMENT, **options: Any) -> AgentEnv:
+    def ray(
+        cls,
+        environment: str | type[Environment] = DEFAULT_ENVIRONMENT,
+        *,
+        chat_template: TemplateSource | None = None,
+        **options: Any,
+    ) -> AgentEnv:
         """An environment whose episodes run on a pool of Ray actors; needs the `ray` extra.
 
         Args:
             environment: A built-in name, `package.module:Class`, or a class importable by that name.
+            chat_template: The template to check when no TRL trainer calls the factory (see the class).
             **options: The pool's settings (`actors`, `episodes_per_actor`, `pool`, `namespace`, `address`,
                 `actor_options`, `call_timeout`, ...: see `agent_env.ray.RayProvider`); the rest are passed to
                 the environment's constructor.
         """
         from agent_env.ray._provider import RayProvider
 
-        return cls(RayProvider(environment, **options))
+        return cls(RayProvider(environment, **options), chat_template=chat_template)
 
     def tools(self) -> list[dict[str, Any]]:
         """The published tools: `name`, `description`, `inputSchema`."""

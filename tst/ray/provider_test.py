@@ -95,6 +95,9 @@ def test_a_provider_pickles_as_names_and_settings_and_carries_the_cluster_it_is_
     assert copy.tools() == WhereDesk.tools.published and copy.name == "WhereDesk"
     assert repr(copy) == "RayProvider('WhereDesk', pool='never-used', namespace='agent_env', actors=3)"
     assert copy.dataset_rows("train") == [{"seed": 0}, {"seed": 1}, {"seed": 2}]
+    env = AgentEnv.ray(WhereDesk, chat_template="llama3_1", pool="never-used", actors=3, start=2)
+    factory = pickle.loads(pickle.dumps(env.factory))
+    assert "llama3_1" in repr(factory) and factory.provider.config == {"start": 2}
 
 
 def test_a_pool_serving_other_tools_or_settings_is_refused_before_any_episode_runs(ray_cluster):
