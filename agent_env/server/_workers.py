@@ -27,7 +27,7 @@ class _Job(Generic[T]):
     __slots__ = ("function", "future", "loop", "state")
 
     def __init__(self, function: Callable[[], T], loop: asyncio.AbstractEventLoop) -> None:
-        self.function = function
+        self.function: Callable[[], T] | None = function
         self.loop = loop
         self.future: asyncio.Future[T] = loop.create_future()
         self.state = _QUEUED
@@ -102,26 +102,36 @@ class WorkerPool:
             job = self._jobs.get()
             if job is None:
                 break
-            with self._lock:
-                if job.state == _DROPPED:
-                    continue
-                job.state = _RUNNING
-            try:
-                outcome: tuple[Any, BaseException | None] = (job.function(), None)
-            except BaseException as error:
-                outcome = (None, error)
-            with self._lock:
-                dropped = job.state == _DROPPED
-                job.state = _DONE
-                leave = dropped and self._surplus > 0
-                if leave:
-                    self._surplus -= 1
-            if not dropped:
-                _settle_threadsafe(job, *outcome)
+            leave = self._run(job)
+            del job  # an idle worker keeps nothing of its last job: its arguments, result and error can go
             if leave:
                 break
         with self._lock:
             self._threads.discard(threading.current_thread())
+
+    def _run(self, job: _Job[Any]) -> bool:
+        """Run one job and hand its outcome to the loop; True if this worker was written off and must leave."""
+        with self._lock:
+            if job.state == _DROPPED:
+                return False
+            job.state = _RUNNING
+        function, job.function = job.function, None
+        assert function is not None, "a job runs once"
+        try:
+            outcome: tuple[Any, BaseException | None] = (function(), None)
+        except BaseException as error:
+            outcome = (None, error)
+        with self._lock:
+            dropped = job.state == _DROPPED
+            job.state = _DONE
+            leave = dropped and self._surplus > 0
+            if leave:
+                self._surplus -= 1
+        if not dropped:
+            _settle_threadsafe(job, *outcome)
+        # An error's traceback keeps this frame, and so whatever it still names: name nothing of the job.
+        del job, function, outcome
+        return leave
 
 
 def _settle_threadsafe(job: _Job[Any], result: Any, error: BaseException | None) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import weakref
 
 import pytest
 
@@ -69,5 +71,37 @@ def test_workers_are_daemons_so_a_stuck_one_never_holds_up_exit():
     try:
         workers = [thread for thread in threading.enumerate() if thread.name.startswith("agent-env-worker")]
         assert workers and all(thread.daemon for thread in workers)
+    finally:
+        pool.shutdown()
+
+
+class Payload:
+    """Stands for a job's big arguments and results (a parsed 4 MiB body); a weak reference tells when it is freed."""
+
+
+@pytest.mark.parametrize("outcome", ["returns", "raises"])
+async def test_an_idle_worker_holds_nothing_of_the_jobs_it_ran(outcome):
+    pool = WorkerPool(2)
+    try:
+        arguments, result = Payload(), Payload()
+        freed = [weakref.ref(arguments), weakref.ref(result)]
+
+        def job(given: Payload = arguments, answer: Payload = result) -> Payload:
+            if outcome == "raises":
+                raise ValueError(given)  # an error that quotes its arguments, as tool errors do
+            return answer
+
+        if outcome == "raises":
+            with pytest.raises(ValueError):
+                await pool.run(job, 5)
+        else:
+            assert await pool.run(job, 5) is result
+        del job, arguments, result
+        for _ in range(100):  # the worker lets go once it has handed the outcome over
+            gc.collect()
+            if all(ref() is None for ref in freed):
+                break
+            await asyncio.sleep(0.01)
+        assert [ref() for ref in freed] == [None, None]
     finally:
         pool.shutdown()
