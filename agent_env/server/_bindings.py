@@ -40,8 +40,7 @@ class SessionEpisodes:
 
     async def episode_for(self, mcp_session_id: str) -> str:
         """The episode an MCP session acts on; its first call opens one, reset from `row`."""
-        opening = self._opening.setdefault(mcp_session_id, asyncio.Lock())
-        async with opening:
+        async with self._lock(mcp_session_id):
             binding = self._bindings.get(mcp_session_id)
             if binding is None:
                 self._forget_idle()
@@ -52,12 +51,14 @@ class SessionEpisodes:
 
     async def open(self, mcp_session_id: str, row: Mapping[str, Any] | None) -> tuple[str, str | None]:
         """A new episode reset from `row` that the MCP session acts on from now on; its previous one is closed."""
-        self._forget_idle()  # the id is the caller's word: bindings for ids no session ever uses must not pile up
-        episode_id, observation = await self.episodes.open(row)
-        previous = self._bindings.get(mcp_session_id)
-        self._bindings[mcp_session_id] = Binding(episode_id)
-        if previous is not None and self.episodes.is_live(previous.episode_id):
-            self.episodes.close(previous.episode_id)
+        # Under the lock: a first call that is opening an episode finishes first, and this one replaces it.
+        async with self._lock(mcp_session_id):
+            self._forget_idle()  # the id is the caller's word: bindings for ids no session uses must not pile up
+            episode_id, observation = await self.episodes.open(row)
+            previous = self._bindings.get(mcp_session_id)
+            self._bindings[mcp_session_id] = Binding(episode_id)
+            if previous is not None and self.episodes.is_live(previous.episode_id):
+                self.episodes.close(previous.episode_id)
         return episode_id, observation
 
     def end(self, mcp_session_id: str) -> None:
@@ -73,6 +74,10 @@ class SessionEpisodes:
     def clear(self) -> None:
         """Forget every binding (the server stopped: its sessions and episodes are gone)."""
         self._bindings.clear()
+
+    def _lock(self, mcp_session_id: str) -> asyncio.Lock:
+        """The lock that keeps one session's bindings changing one at a time (it lives while someone holds it)."""
+        return self._opening.setdefault(mcp_session_id, asyncio.Lock())
 
     def _forget_idle(self) -> None:
         idle = self.episodes.limits.idle_timeout

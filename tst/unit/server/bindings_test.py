@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -60,3 +62,35 @@ async def test_bindings_of_sessions_gone_for_the_idle_timeout_are_forgotten(regi
     registry.reap()
     await sessions.episode_for("new")
     assert sessions.count() == 1
+
+
+class HeldReset(ToyDesk):
+    """A toy whose `reset(hold=True)` waits for `GATE`, so a session's first call can be caught mid-open."""
+
+    GATE = threading.Event()
+
+    def reset(self, seed: int = 0, hold: bool = False, **row: Any) -> str:
+        if hold:
+            self.GATE.wait(10)
+        return super().reset(seed)
+
+
+async def test_an_episode_opened_for_a_session_while_its_first_call_opens_one_is_the_one_it_keeps():
+    HeldReset.GATE.clear()
+    registry = EpisodeRegistry(HeldReset, {}, Limits())
+    await registry.start()
+    try:
+        sessions = SessionEpisodes(registry, {"hold": True})
+        first_call = asyncio.ensure_future(sessions.episode_for("s1"))
+        await asyncio.sleep(0.05)  # the first call is opening its episode, held in reset
+        opened = asyncio.ensure_future(sessions.open("s1", {"seed": 40}))
+        await asyncio.sleep(0.05)
+        HeldReset.GATE.set()
+        implicit = await first_call
+        chosen, _ = await opened
+        assert await sessions.episode_for("s1") == chosen  # the episode POST /episodes answered with
+        assert not registry.is_live(implicit) and registry.count() == 1  # and no orphan
+        assert await registry.call(chosen, "add", {"amount": 2}) == "total 42"
+    finally:
+        HeldReset.GATE.set()
+        await registry.stop()
