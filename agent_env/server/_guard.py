@@ -26,7 +26,7 @@ class RequestGuard:
         self.app = app
         self.limits = limits
         self.open_paths = open_paths
-        self._token = limits.token.encode() if limits.token is not None else None
+        self._token = limits.token.encode("utf-8") if limits.token is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -42,7 +42,7 @@ class RequestGuard:
             )
             await error_response(misdirected, status=421)(scope, receive, send)
             return
-        if self._token is not None and scope["path"] not in self.open_paths and not self._authorized(headers):
+        if self._token is not None and scope["path"] not in self.open_paths and not self._authorized(scope):
             error = UnauthorizedError(
                 "missing or wrong bearer token: send the header 'Authorization: Bearer <token>' with the token "
                 "the server was started with"
@@ -51,10 +51,13 @@ class RequestGuard:
             return
         await self._limit_body(scope, receive, send, headers)
 
-    def _authorized(self, headers: Headers) -> bool:
-        scheme, _, given = headers.get("authorization", "").partition(" ")
+    def _authorized(self, scope: Scope) -> bool:
+        """Whether the request carries `Authorization: Bearer <token>`, compared as UTF-8 bytes (headers are bytes;
+        reading them as Latin-1 text first would match no token outside ASCII)."""
         assert self._token is not None
-        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self._token)
+        value = next((value for name, value in scope["headers"] if name.lower() == b"authorization"), b"")
+        scheme, _, given = value.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(b" \t"), self._token)
 
     async def _limit_body(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
         limit = self.limits.max_body_bytes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,8 +39,8 @@ class Limits:
     allowed_hosts: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
-        if self.token is not None and not self.token:
-            raise ValueError("token must be a non-empty string, or None to serve without auth")
+        if self.token is not None:
+            check_token(self.token)
         if self.max_body_bytes <= 0:
             raise ValueError(
                 f"max_body_bytes must be a positive number of bytes, not {self.max_body_bytes!r}"
@@ -54,3 +55,24 @@ class Limits:
                 raise ValueError(
                     f"{name} must be a positive, finite number of seconds (or None), not {seconds!r}"
                 )
+
+
+def check_token(token: str) -> None:
+    """Refuse a token no client could send: empty, with whitespace around it, or with a control character.
+
+    Tokens are compared as UTF-8 bytes, so any other text is a token a client can send.
+    """
+    if not token:
+        raise ValueError("token must be a non-empty string, or None to serve without auth")
+    if token != token.strip():
+        where, space = ("starts", token[0]) if token[0].isspace() else ("ends", token[-1])
+        raise ValueError(
+            f"the token {where} with whitespace ({space!r}), which no client can send (HTTP trims it from header "
+            "values): remove it (a trailing newline often comes from a file or `echo`)"
+        )
+    control = next((c for c in token if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        raise ValueError(
+            f"the token holds a control character ({control!r}), which cannot travel in an HTTP header: "
+            "use printable characters"
+        )

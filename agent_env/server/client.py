@@ -122,7 +122,9 @@ class RemoteProvider:
         if client is None or self._client_pid != os.getpid():  # a forked child makes its own connections
             with self._lock:
                 if self._client is None or self._client_pid != os.getpid():
-                    headers = {"Authorization": f"Bearer {self.token}"} if self.token is not None else {}
+                    headers = (
+                        {b"Authorization": f"Bearer {self.token}".encode()} if self.token is not None else {}
+                    )
                     self._client = httpx.Client(timeout=httpx.Timeout(self.timeout), headers=headers)
                     self._client_pid = os.getpid()
                 client = self._client

@@ -53,6 +53,25 @@ async def test_an_environment_is_served_by_name_with_its_config():
         ),
         (ToyDesk, {"call_timeout": 0}, ValueError, "call_timeout must be a positive, finite number"),
         (ToyDesk, {"token": ""}, ValueError, "token must be a non-empty string"),
+        (
+            ToyDesk,
+            {"token": " s3cret"},
+            ValueError,
+            "the token starts with whitespace (' '), which no client can send",
+        ),
+        (
+            ToyDesk,
+            {"token": "s3cret\n"},
+            ValueError,
+            "the token ends with whitespace ('\\n'), which no client can send (HTTP trims it from header "
+            "values): remove it (a trailing newline often comes from a file or `echo`)",
+        ),
+        (
+            ToyDesk,
+            {"token": "s3c\x00ret"},
+            ValueError,
+            "the token holds a control character ('\\x00'), which cannot travel in an HTTP header",
+        ),
     ],
 )
 def test_what_cannot_be_served_is_refused_when_the_app_is_built(environment, options, error, message):

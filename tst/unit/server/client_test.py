@@ -212,6 +212,10 @@ def test_the_token_is_sent_and_a_wrong_one_is_refused():
     with running(build_app(ToyDesk, token="tok")) as url:
         assert RemoteProvider(url, token="tok").open().reset(seed=1) == "counter starts at 1"
         with pytest.raises(UnauthorizedError, match="missing or wrong bearer token"):
+            RemoteProvider(url, token="tök")
+    with running(build_app(ToyDesk, token="tök")) as url:  # sent and compared as UTF-8
+        assert RemoteProvider(url, token="tök").open().reset(seed=1) == "counter starts at 1"
+        with pytest.raises(UnauthorizedError, match="missing or wrong bearer token"):
             RemoteProvider(url, token="nope")
     provider = RemoteProvider(url, token="tok", name="ToyDesk")
     assert "tok" not in repr(provider) and "tok" not in repr(

@@ -37,6 +37,15 @@ async def test_the_right_token_is_let_through(control):
     assert answer.status_code == 201
 
 
+async def test_a_non_ascii_token_matches_its_utf8_bytes_and_nothing_else(control):
+    client = await control(token="pässwörd")
+    for encoding, status in [("utf-8", 200), ("latin-1", 401)]:
+        headers = {"Authorization": b"Bearer " + "pässwörd".encode(encoding)}
+        assert (await client.get("/tools", headers=headers)).status_code == status, encoding
+    client = await control(token="€uro")  # no Latin-1 reading of any bytes is this token
+    assert (await client.get("/tools", headers={"Authorization": "Bearer €uro".encode()})).status_code == 200
+
+
 async def test_a_body_over_the_limit_gets_413_whether_declared_or_streamed(control):
     client = await control(max_body_bytes=1000)
     episode = (await client.post("/episodes", json={})).json()["episode_id"]
