@@ -1,92 +1,226 @@
-"""What every request must pass before any route sees it: an answered Host, the bearer token, the body size limit."""
+"""What every request must pass before any route sees it: Host, Origin, the token, and a JSON body within the limits.
+
+`judge_headers` decides on the headers alone, for an HTTP request or a WebSocket handshake (any ASGI scope with
+headers), so every wire surface holds requests to one set of rules. `RequestGuard` applies it to each HTTP request,
+then reads the body in full under the size, time and value limits, so no route sees part of a body, and none
+parses one that is past the limits.
+"""
 
 from __future__ import annotations
 
 import hmac
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
+import anyio
 from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent_env.errors import AgentEnvError
 from agent_env.server._http import error_response
+from agent_env.server._jsonrpc import ENDS, refused_rpc
 from agent_env.server._limits import Limits
 from agent_env.server.errors import InvalidRequestError, RequestTooLargeError, UnauthorizedError
 
 OPEN_PATHS = frozenset({"/health"})
 """Paths answered without the token."""
 
+BODYLESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods whose requests are not judged by their Content-Type."""
+
+DRAIN_FACTOR = 4
+"""On a JSON-RPC path, a body over the limit is still read (and dropped) up to this many times the limit, so the
+request can be answered as JSON-RPC, with its id; past that it gets a plain 413."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request is refused: the error (its code and message) and the HTTP status it is sent with."""
+
+    error: AgentEnvError
+    status: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def response(self) -> Response:
+        """The refusal in the control API's wire form, `{"error": {"code", "message"}}`."""
+        return error_response(self.error, status=self.status, headers=self.headers)
+
+
+def judge_headers(scope: Scope, limits: Limits, open_paths: Collection[str] = OPEN_PATHS) -> Refusal | None:
+    """Why a request must be refused on its headers alone, or None to let it in.
+
+    In order: a Host the server does not answer to (421); a browser `Origin` it does not allow (403); no bearer
+    token, or the wrong one, on a path that needs it (401); and for an HTTP request that has a body (or says what
+    its body is), a Content-Type other than `application/json` (415), which also keeps out the forms and
+    `text/plain` posts that a web page can send anywhere without asking.
+
+    Args:
+        scope: An ASGI `http` or `websocket` scope.
+        limits: The server's limits.
+        open_paths: Paths answered without the token.
+    """
+    headers = Headers(scope=scope)
+    host = headers.get("host")
+    if limits.allowed_hosts is not None and not host_allowed(host, limits.allowed_hosts):
+        allowed = ", ".join(limits.allowed_hosts)
+        message = f"this server does not answer to Host {host!r}; it answers to {allowed}"
+        return Refusal(InvalidRequestError(message), 421)
+    origin = headers.get("origin")
+    if origin is not None and not origin_allowed(origin, limits.allowed_origins):
+        message = (
+            f"requests from the web page at {origin!r} are not allowed; a client that is not a browser sends no "
+            "Origin, and the server's operator can allow a browser origin with --allow-origin"
+        )
+        return Refusal(InvalidRequestError(message), 403)
+    if limits.token is not None and scope["path"] not in open_paths and not authorized(scope, limits.token):
+        message = (
+            "missing or wrong bearer token: send the header 'Authorization: Bearer <token>' with the token the "
+            "server was started with"
+        )
+        return Refusal(UnauthorizedError(message), 401, {"WWW-Authenticate": "Bearer"})
+    if scope["type"] == "http" and scope["method"] not in BODYLESS_METHODS:
+        content_type = headers.get("content-type")
+        if (content_type is not None or _has_body(headers)) and not is_json(content_type):
+            message = (
+                f"the body must be JSON, sent with 'Content-Type: application/json', not {content_type!r}"
+            )
+            return Refusal(InvalidRequestError(message), 415)
+    return None
+
 
 class RequestGuard:
-    """ASGI middleware: 421 for a Host the server does not answer to, 401 without the right bearer token (every
-    path but `OPEN_PATHS`), 413 for a body over the limit (read in full before the app runs, so it never sees
-    part of one)."""
+    """ASGI middleware: `judge_headers` for every HTTP request, then its body read in full under the limits.
 
-    def __init__(self, app: ASGIApp, limits: Limits, open_paths: Collection[str] = OPEN_PATHS) -> None:
+    The body is refused past `max_body_bytes` (413), when it takes longer than `body_timeout` to arrive (408), or
+    when it holds more than `max_body_values` JSON values (413), counted from its bytes before anything parses it.
+    On `rpc_paths` (MCP) a body refused for its size is answered as JSON-RPC when its id can be found: a
+    `tools/call` gets an `isError` result the model can read, any other request a JSON-RPC error.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        limits: Limits,
+        open_paths: Collection[str] = OPEN_PATHS,
+        rpc_paths: Collection[str] = (),
+    ) -> None:
         self.app = app
         self.limits = limits
         self.open_paths = open_paths
-        self._token = limits.token.encode("utf-8") if limits.token is not None else None
+        self.rpc_paths = rpc_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        if self.limits.allowed_hosts is not None and not host_allowed(
-            headers.get("host"), self.limits.allowed_hosts
-        ):
-            allowed = ", ".join(self.limits.allowed_hosts)
-            misdirected = InvalidRequestError(
-                f"this server does not answer to Host {headers.get('host')!r}; it answers to {allowed}"
-            )
-            await error_response(misdirected, status=421)(scope, receive, send)
+        refusal = judge_headers(scope, self.limits, self.open_paths)
+        if refusal is not None:
+            await refusal.response()(scope, receive, send)
             return
-        if self._token is not None and scope["path"] not in self.open_paths and not self._authorized(scope):
-            error = UnauthorizedError(
-                "missing or wrong bearer token: send the header 'Authorization: Bearer <token>' with the token "
-                "the server was started with"
+        body = _BodyReader(self.limits, rpc=scope["path"] in self.rpc_paths)
+        refused: Response | None = None
+        with anyio.move_on_after(self.limits.body_timeout) as reading:
+            refused = await body.read(receive, Headers(scope=scope))
+        if reading.cancelled_caught:
+            timeout = InvalidRequestError(
+                f"the request body did not arrive within the server's body timeout of {self.limits.body_timeout:g} "
+                "s; send it at once"
             )
-            await error_response(error, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            refused = error_response(timeout, status=408, headers={"Connection": "close"})
+        if refused is not None:
+            await refused(scope, receive, send)
             return
-        await self._limit_body(scope, receive, send, headers)
+        await self.app(scope, body.replay(receive), send)
 
-    def _authorized(self, scope: Scope) -> bool:
-        """Whether the request carries `Authorization: Bearer <token>`, compared as UTF-8 bytes (headers are bytes;
-        reading them as Latin-1 text first would match no token outside ASCII)."""
-        assert self._token is not None
-        value = next((value for name, value in scope["headers"] if name.lower() == b"authorization"), b"")
-        scheme, _, given = value.partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(b" \t"), self._token)
 
-    async def _limit_body(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
+class _BodyReader:
+    """Reads one request body under the limits; keeps its first and last bytes when one past the limit is drained."""
+
+    def __init__(self, limits: Limits, *, rpc: bool) -> None:
+        self.limits = limits
+        self.rpc = rpc
+        self.body = bytearray()
+        self.tail = bytearray()
+        self.size = 0
+        self.after: deque[Message] = deque()
+
+    async def read(self, receive: Receive, headers: Headers) -> Response | None:
+        """Read the body; None if it is within the limits, else the answer that refuses it."""
         limit = self.limits.max_body_bytes
-        too_large = RequestTooLargeError(
-            f"the request body is larger than the server's limit of {limit} bytes"
-        )
+        ceiling = limit * DRAIN_FACTOR if self.rpc else limit
         declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await error_response(too_large)(scope, receive, send)
-            return
-        body = bytearray()
-        replay: deque[Message] = deque()
+        if declared is not None and declared.isdigit() and int(declared) > ceiling:
+            return self._too_large(drained=False)
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                replay.append(message)
+                self.after.append(message)
                 break
-            body += message.get("body", b"")
-            if len(body) > limit:
-                await error_response(too_large)(scope, receive, send)
-                return
+            self._take(message.get("body", b""), limit)
+            if self.size > ceiling:
+                return self._too_large(drained=False)
             if not message.get("more_body", False):
                 break
-        replay.appendleft({"type": "http.request", "body": bytes(body), "more_body": False})
+        if self.size > limit:
+            return self._too_large(drained=True)
+        return self._too_many_values()
+
+    def replay(self, receive: Receive) -> Receive:
+        """A `receive` that hands the app the whole body at once, then whatever came after it."""
+        self.after.appendleft({"type": "http.request", "body": bytes(self.body), "more_body": False})
 
         async def replayed() -> Message:
-            return replay.popleft() if replay else await receive()
+            return self.after.popleft() if self.after else await receive()
 
-        await self.app(scope, replayed, send)
+        return replayed
+
+    def _take(self, chunk: bytes, limit: int) -> None:
+        self.size += len(chunk)
+        if self.size <= limit:
+            self.body += chunk
+            return
+        if len(self.body) < ENDS:  # past the limit only the ends are kept, to find a JSON-RPC request's id
+            self.body += chunk[: ENDS - len(self.body)]
+        self.tail = (self.tail + chunk)[-ENDS:]
+
+    def _too_large(self, *, drained: bool) -> Response:
+        message = f"the request body is larger than the server's limit of {self.limits.max_body_bytes} bytes"
+        head, tail = bytes(self.body[:ENDS]), bytes(self.tail or self.body[-ENDS:])
+        return self._refuse(message, head if drained else b"", tail if drained else b"")
+
+    def _too_many_values(self) -> Response | None:
+        most = self.limits.max_body_values
+        if most is None or len(self.body) <= most:  # a body cannot hold more values than it has bytes
+            return None
+        count = json_values(bytes(self.body))
+        if count <= most:
+            return None
+        message = (
+            f"the request body holds about {count} JSON values (counted from its commas and brackets), more than "
+            f"the server's limit of {most}"
+        )
+        return self._refuse(message, bytes(self.body[:ENDS]), bytes(self.body[-ENDS:]))
+
+    def _refuse(self, message: str, head: bytes, tail: bytes) -> Response:
+        if self.rpc:
+            return refused_rpc(head, tail, message)
+        return Refusal(RequestTooLargeError(message), 413).response()
+
+
+def json_values(body: bytes) -> int:
+    """An upper bound on the JSON values in a body, from its bytes alone (a comma or bracket in a string counts too):
+    every value but the first in an array or object follows a comma, and every array or object opens a bracket."""
+    return body.count(b",") + body.count(b"[") + body.count(b"{") + 1
+
+
+def authorized(scope: Scope, token: str) -> bool:
+    """Whether the request carries `Authorization: Bearer <token>`, compared as UTF-8 bytes (headers are bytes;
+    reading them as Latin-1 text first would match no token outside ASCII)."""
+    value = next((value for name, value in scope["headers"] if name.lower() == b"authorization"), b"")
+    scheme, _, given = value.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(b" \t"), token.encode("utf-8"))
 
 
 def host_allowed(host: str | None, allowed: Sequence[str]) -> bool:
@@ -101,3 +235,28 @@ def host_allowed(host: str | None, allowed: Sequence[str]) -> bool:
         elif host == pattern:
             return True
     return False
+
+
+def origin_allowed(origin: str, allowed: Sequence[str] | None) -> bool:
+    """Whether a browser `Origin` is one of `allowed` (`scheme://name:*`: that name with any port or none; `*`: any
+    origin; None: any origin)."""
+    if allowed is None or "*" in allowed:
+        return True
+    origin = origin.lower()
+    for pattern in (pattern.lower() for pattern in allowed):
+        if pattern.endswith(":*"):
+            if origin == pattern[:-2] or host_allowed(origin, [pattern]):
+                return True
+        elif origin == pattern.rstrip("/"):
+            return True
+    return False
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether a Content-Type names JSON: `application/json`, with or without parameters (`; charset=utf-8`)."""
+    return content_type is not None and content_type.split(";")[0].strip().lower() == "application/json"
+
+
+def _has_body(headers: Headers) -> bool:
+    length = headers.get("content-length")
+    return "transfer-encoding" in headers or (length is not None and length.strip() not in ("", "0"))

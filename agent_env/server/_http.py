@@ -19,7 +19,7 @@ from agent_env.errors import AgentEnvError
 from agent_env.schema._validator import short
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
-from agent_env.server._json import NotJsonError, read_json
+from agent_env.server._json import NotJsonError, parse_json
 from agent_env.server.errors import InvalidRequestError, ServerError, http_status
 
 logger = logging.getLogger("agent_env.server")
@@ -140,7 +140,7 @@ async def json_object(request: Request, what: str) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
-        value = read_json(body)
+        value = await parse_json(body)
     except NotJsonError as error:
         raise InvalidRequestError(f"the body must be a JSON object ({what}); {error}") from None
     if not isinstance(value, dict):

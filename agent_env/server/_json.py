@@ -13,7 +13,12 @@ import math
 import re
 from typing import Any
 
+import anyio.to_thread
+
 from agent_env.schema._validator import short
+
+INLINE_BYTES = 64 * 1024
+"""Bodies up to this size are parsed on the event loop (a thread hop would cost more); larger ones in a thread."""
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -51,6 +56,16 @@ def read_json(body: bytes) -> Any:
                 "it escapes a lone UTF-16 surrogate (like \\ud800), which is not a character: send Unicode text"
             ) from None
     return value
+
+
+async def parse_json(body: bytes) -> Any:
+    """`read_json` without holding up the event loop: a large body is parsed in a worker thread.
+
+    The guard has bounded what a body may cost (its size and its count of values), so this never waits long.
+    """
+    if len(body) <= INLINE_BYTES:
+        return read_json(body)
+    return await anyio.to_thread.run_sync(read_json, body)
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

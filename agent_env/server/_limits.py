@@ -11,9 +11,15 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_EPISODES = 1024
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_CALL_TIMEOUT = 20.0
+DEFAULT_BODY_TIMEOUT = 30.0
+DEFAULT_MAX_BODY_VALUES = 100_000
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
 """The Host headers a loopback-only server answers to (the MCP SDK's DNS-rebinding defaults, with and without a
 port)."""
+LOOPBACK_ORIGINS = tuple(
+    f"{scheme}://{name}:*" for scheme in ("http", "https") for name in LOOPBACK_HOSTS[3:]
+)
+"""The browser origins allowed by default: pages served from this machine (`:*`: any port, or none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +35,11 @@ class Limits:
             closed. None lets calls run as long as they take.
         allowed_hosts: The Host headers answered (`name:*` allows any port); None answers any. A server bound to
             loopback without a token should answer only loopback names, against DNS rebinding.
+        allowed_origins: The browser origins (`Origin` header) let in (`scheme://name:*` allows any port, `*`
+            any origin); a request without `Origin` is not from a browser page and is let in. Others get 403.
+        body_timeout: Seconds a request body may take to arrive in full (408 past it); None waits for ever.
+        max_body_values: The most JSON values one body may hold, counted from its commas and brackets (so one in
+            a string counts too); past it the body is refused before it is parsed (413). None: no limit.
     """
 
     token: str | None = None
@@ -37,6 +48,9 @@ class Limits:
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT
     allowed_hosts: Sequence[str] | None = None
+    allowed_origins: Sequence[str] | None = LOOPBACK_ORIGINS
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT
+    max_body_values: int | None = DEFAULT_MAX_BODY_VALUES
 
     def __post_init__(self) -> None:
         if self.token is not None:
@@ -49,7 +63,13 @@ class Limits:
             raise ValueError(
                 f"max_episodes must be positive (or None for no limit), not {self.max_episodes!r}"
             )
-        for name in ("idle_timeout", "call_timeout"):
+        if self.max_body_values is not None and self.max_body_values <= 0:
+            raise ValueError(
+                f"max_body_values must be positive (or None for no limit), not {self.max_body_values!r}"
+            )
+        for origin in self.allowed_origins or ():
+            check_origin_pattern(origin)
+        for name in ("idle_timeout", "call_timeout", "body_timeout"):
             seconds = getattr(self, name)
             if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
                 raise ValueError(
@@ -75,4 +95,17 @@ def check_token(token: str) -> None:
         raise ValueError(
             f"the token holds a control character ({control!r}), which cannot travel in an HTTP header: "
             "use printable characters"
+        )
+
+
+def check_origin_pattern(pattern: str) -> None:
+    """Refuse an allowed-origin pattern that no browser sends: it must be `*`, `null`, or `scheme://host[:port]`
+    (a port of `*` for any), with no path."""
+    if pattern in ("*", "null"):
+        return
+    scheme, separator, rest = pattern.partition("://")
+    if not separator or scheme not in ("http", "https") or not rest or "/" in rest:
+        raise ValueError(
+            f"allowed origin {pattern!r} is not an origin: write scheme://host[:port] with no path, like "
+            "'https://app.example.com' or 'http://localhost:*' (any port), or '*' for any origin"
         )

@@ -32,7 +32,7 @@ from agent_env.errors import AgentEnvError, EpisodeStateError, ToolError
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._http import MCP_SESSION_HEADER, error_response
-from agent_env.server._json import NotJsonError, read_json
+from agent_env.server._json import NotJsonError, parse_json
 from agent_env.server._limits import Limits
 from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, ResetError, ServerUnavailableError
 
@@ -154,10 +154,10 @@ class McpEndpoint:
             await error_response(error)(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        if scope.get("method") == "POST" and "json" in headers.get("content-type", ""):
+        if scope.get("method") == "POST":
             body, receive = await _buffered(receive)
             try:
-                read_json(body)  # the SDK's parser would keep the last of two equal keys and take NaN
+                await parse_json(body)  # the SDK's parser would keep the last of two equal keys and take NaN
             except NotJsonError as error:
                 await _parse_error(f"Parse error: the body is not standard JSON: {error}")(
                     scope, receive, send

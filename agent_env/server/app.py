@@ -18,10 +18,13 @@ from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._guard import RequestGuard
 from agent_env.server._http import ControlApi, unrouted
 from agent_env.server._limits import (
+    DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_BODY_VALUES,
     DEFAULT_MAX_EPISODES,
+    LOOPBACK_ORIGINS,
     Limits,
 )
 from agent_env.server._mcp import McpEndpoint
@@ -40,6 +43,9 @@ def build_app(
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] | None = LOOPBACK_ORIGINS,
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+    max_body_values: int | None = DEFAULT_MAX_BODY_VALUES,
     mcp_row: Mapping[str, Any] | None = None,
     **config: Any,
 ) -> Starlette:
@@ -59,6 +65,11 @@ def build_app(
         idle_timeout: Seconds an episode may go unused before it is closed and freed; None keeps them.
         call_timeout: Seconds one reset, tool call or reward may run before it fails and its episode is closed.
         allowed_hosts: The Host headers answered (`name:*`: any port); others get 421. None answers any.
+        allowed_origins: The browser origins let in (`scheme://name:*`: any port; `*`: any); a request with
+            another `Origin` gets 403, one without (not from a browser) is let in. Default: loopback pages only.
+        body_timeout: Seconds a request body may take to arrive; a slower one gets 408. None waits for ever.
+        max_body_values: The most JSON values a body may hold (counted from its commas and brackets, before it is
+            parsed); more gets 413. None: no limit.
         mcp_row: The dataset row an MCP session's episode starts from, unless `POST /episodes` with the session's
             `Mcp-Session-Id` starts it from another; None is the empty row.
         **config: Passed to the environment's constructor for every episode.
@@ -78,6 +89,9 @@ def build_app(
         idle_timeout=idle_timeout,
         call_timeout=call_timeout,
         allowed_hosts=tuple(allowed_hosts) if allowed_hosts is not None else None,
+        allowed_origins=tuple(allowed_origins) if allowed_origins is not None else None,
+        body_timeout=body_timeout,
+        max_body_values=max_body_values,
     )
     episodes = EpisodeRegistry(environment_class, config, limits)
     sessions = SessionEpisodes(episodes, mcp_row)
@@ -95,7 +109,7 @@ def build_app(
 
     app = Starlette(
         routes=[*ControlApi(episodes, sessions).routes(), Route(MCP_PATH, mcp)],
-        middleware=[Middleware(RequestGuard, limits=limits)],
+        middleware=[Middleware(RequestGuard, limits=limits, rpc_paths={MCP_PATH})],
         exception_handlers={404: unrouted, 405: unrouted},
         lifespan=lifespan,
     )

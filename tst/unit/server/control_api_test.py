@@ -13,6 +13,8 @@ from .toy import ToyDesk
 
 pytestmark = pytest.mark.anyio
 
+JSON = {"Content-Type": "application/json"}
+
 BAD_OFFERS = {"offers": [{"hour": 30, "mw": -1}]}
 
 
@@ -151,7 +153,7 @@ async def test_a_tool_that_crashes_gets_500_and_the_episode_lives_on(control):
 async def test_a_body_that_is_not_a_json_object_gets_400(control, content, message):
     client = await control()
     episode = await open_episode(client)
-    answer = await client.post(f"/episodes/{episode}/tools/add", content=content)
+    answer = await client.post(f"/episodes/{episode}/tools/add", content=content, headers=JSON)
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == "invalid_request"
     assert answer.json()["error"]["message"].startswith(message)

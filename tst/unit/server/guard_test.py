@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from agent_env.server._guard import host_allowed
-from agent_env.server._limits import LOOPBACK_HOSTS
+from agent_env.server._guard import host_allowed, origin_allowed
+from agent_env.server._limits import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 
 pytestmark = pytest.mark.anyio
+
+JSON = {"Content-Type": "application/json"}
 
 TOKEN = "s3cret-token"
 
@@ -56,9 +58,8 @@ async def test_a_body_over_the_limit_gets_413_whether_declared_or_streamed(contr
             yield big[start : start + 100]
 
     for answer in [
-        await client.post(f"/episodes/{episode}/tools/echo", content=big),
-        await client.post(f"/episodes/{episode}/tools/echo", content=chunks()),
-        await client.post("/mcp", content=big),
+        await client.post(f"/episodes/{episode}/tools/echo", content=big, headers=JSON),
+        await client.post(f"/episodes/{episode}/tools/echo", content=chunks(), headers=JSON),
     ]:
         assert answer.status_code == 413
         assert answer.json()["error"] == {
@@ -96,3 +97,110 @@ async def test_a_host_the_server_does_not_answer_to_gets_421(control):
 )
 def test_host_patterns_allow_any_port_of_a_name_and_nothing_else(host, allowed):
     assert host_allowed(host, LOOPBACK_HOSTS) is allowed
+
+
+CROSS_SITE = [  # what a web page on another site can send anywhere without asking (no CORS preflight)
+    {"Origin": "http://evil.example", "Content-Type": "text/plain"},
+    {"Origin": "http://evil.example", "Content-Type": "application/x-www-form-urlencoded"},
+    {"Origin": "http://evil.example", "Content-Type": "multipart/form-data; boundary=x"},
+    {"Origin": "null", "Content-Type": "text/plain"},  # a sandboxed frame or a file:// page
+]
+
+
+@pytest.mark.parametrize("headers", CROSS_SITE, ids=lambda h: f"{h['Origin']} {h['Content-Type']}")
+async def test_a_cross_site_post_gets_403_and_opens_nothing(control, headers):
+    client = await control()
+    for path in ("/episodes", "/mcp"):
+        answer = await client.post(path, content=b'{"seed": 1}', headers=headers)
+        assert answer.status_code == 403, path
+        assert answer.json()["error"] == {
+            "code": "invalid_request",
+            "message": f"requests from the web page at {headers['Origin']!r} are not allowed; a client that is "
+            "not a browser sends no Origin, and the server's operator can allow a browser origin with "
+            "--allow-origin",
+        }
+    assert client.app.state.episodes.count() == 0
+
+
+async def test_the_origin_is_checked_with_a_token_too(control):
+    client = await control(token=TOKEN)
+    headers = {"Origin": "http://evil.example", "Authorization": f"Bearer {TOKEN}"}
+    assert (await client.post("/episodes", json={}, headers=headers)).status_code == 403
+    assert (
+        await client.post("/episodes", json={}, headers={**headers, "Origin": "http://localhost:5173"})
+    ).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("text/plain", 415),
+        ("application/x-www-form-urlencoded", 415),
+        ("application/jsonx", 415),
+        ("text/json", 415),
+        (None, 415),  # a body that does not say what it is
+        ("application/json", 201),
+        ("Application/JSON; charset=utf-8", 201),
+    ],
+)
+async def test_the_control_api_takes_only_json_bodies(control, content_type, status):
+    client = await control()
+    headers = {"Content-Type": content_type} if content_type else {}
+    answer = await client.post("/episodes", content=b'{"seed": 1}', headers=headers)
+    assert answer.status_code == status
+    if status == 415:
+        assert answer.json()["error"] == {
+            "code": "invalid_request",
+            "message": f"the body must be JSON, sent with 'Content-Type: application/json', not {content_type!r}",
+        }
+        assert client.app.state.episodes.count() == 0
+
+
+async def test_a_post_without_a_body_needs_no_content_type(control):
+    client = await control()
+    episode = (await client.post("/episodes", json={"seed": 2})).json()["episode_id"]
+    assert (await client.post(f"/episodes/{episode}/reward")).json() == {"reward": 2.0}
+    assert (
+        await client.post(f"/episodes/{episode}/reward", headers={"Content-Type": "text/plain"})
+    ).status_code == 415
+
+
+async def test_pages_from_this_machine_are_let_in_by_default_and_others_when_allowed(control):
+    client = await control()
+    for origin in ("http://localhost:5173", "http://127.0.0.1", "https://[::1]:8443"):
+        assert (await client.get("/tools", headers={"Origin": origin})).status_code == 200, origin
+    client = await control(allowed_origins=[*LOOPBACK_ORIGINS, "https://app.example.com"])
+    assert (await client.get("/tools", headers={"Origin": "https://app.example.com"})).status_code == 200
+    assert (await client.get("/tools", headers={"Origin": "https://app.example.com.evil"})).status_code == 403
+    client = await control(allowed_origins=["*"])
+    assert (await client.get("/tools", headers={"Origin": "http://anything.example"})).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [
+        ("http://localhost:3000", True),
+        ("http://localhost", True),
+        ("HTTP://LOCALHOST:3000", True),
+        ("https://127.0.0.1:8443", True),
+        ("http://[::1]:80", True),
+        ("http://localhost.evil.example", False),
+        ("http://localhost:3000.evil.example", False),
+        ("http://evil.example/http://localhost:3000", False),
+        ("null", False),
+        ("", False),
+    ],
+)
+def test_origin_patterns_allow_any_port_of_a_loopback_name_and_nothing_else(origin, allowed):
+    assert origin_allowed(origin, LOOPBACK_ORIGINS) is allowed
+
+
+def test_an_allowed_origin_that_is_not_an_origin_is_refused_at_build_time():
+    from agent_env.server.app import build_app
+
+    from .toy import ToyDesk
+
+    with pytest.raises(
+        ValueError, match=r"allowed origin 'app.example.com' is not an origin: write scheme://host"
+    ):
+        build_app(ToyDesk, allowed_origins=["app.example.com"])

@@ -1,11 +1,17 @@
 """`read_json` (`_json.py`) takes standard JSON and nothing else: each thing Python's `json` would let through
-that JSON is not is refused with a message that says what to send instead."""
+that JSON is not is refused with a message that says what to send instead; `parse_json` reads a large body off
+the event loop."""
 
 from __future__ import annotations
 
+import json
+import threading
+from typing import Any
+
 import pytest
 
-from agent_env.server._json import NotJsonError, read_json
+import agent_env.server._json as json_module
+from agent_env.server._json import INLINE_BYTES, NotJsonError, parse_json, read_json
 
 
 @pytest.mark.parametrize(
@@ -66,3 +72,19 @@ def nested(depth: int) -> list:
 )
 def test_standard_json_reads_as_python_json_reads_it(body, value):
     assert read_json(body) == value
+
+
+@pytest.mark.anyio
+async def test_a_large_body_is_parsed_in_a_worker_thread_so_the_event_loop_goes_on(monkeypatch):
+    threads: list[threading.Thread] = []
+
+    def recording(body: bytes) -> Any:
+        threads.append(threading.current_thread())
+        return read_json(body)
+
+    monkeypatch.setattr(json_module, "read_json", recording)
+    small = json.dumps({"text": "x" * 1000}).encode()
+    large = json.dumps({"text": "x" * (INLINE_BYTES + 1)}).encode()
+    assert await parse_json(small) == {"text": "x" * 1000}
+    assert await parse_json(large) == {"text": "x" * (INLINE_BYTES + 1)}
+    assert threads[0] is threading.current_thread() and threads[1] is not threading.current_thread()

@@ -215,3 +215,33 @@ async def test_failures_that_are_not_the_models_are_mcp_errors_that_say_what_to_
             with pytest.raises(MCPError, match="tool 'crash' failed on the server: KeyError: 'boom'"):
                 await session.call_tool("crash", {})
             assert (await session.call_tool("add", {"amount": 1})).content[0].text == "total 1"
+
+
+async def test_arguments_past_the_body_limits_are_an_is_error_result_and_the_session_goes_on():
+    with running(build_app(ToyDesk, max_body_bytes=20_000, max_body_values=1_000)) as url:
+        async with mcp_session(url) as (session, seen):
+            too_large = await session.call_tool("echo", {"text": "x" * 30_000})
+            too_many = await session.call_tool("submit", {"offers": [{"hour": 1, "mw": 1}] * 500})
+            fine = await session.call_tool("add", {"amount": 2})
+    assert outcome(too_large) == (
+        True,
+        "the request body is larger than the server's limit of 20000 bytes: send smaller arguments",
+    )
+    assert outcome(too_many)[0] and outcome(too_many)[1].startswith("the request body holds about 1")
+    assert outcome(too_many)[1].endswith(
+        "JSON values (counted from its commas and brackets), more than the server's limit of 1000: send smaller arguments"
+    )
+    assert outcome(fine) == (False, "total 2")
+    assert set(seen["statuses"]) <= {200, 202}  # nothing the client would throw on
+
+
+async def test_a_request_past_the_drain_limit_gets_a_plain_413():
+    with running(build_app(ToyDesk, max_body_bytes=1_000)) as url:
+        async with httpx.AsyncClient(base_url=url) as http:
+            body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"text":"' + b"x" * 5_000 + b'"}}'
+            answer = await http.post("/mcp", content=body, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 413
+    assert (
+        answer.json()["error"]["message"]
+        == "the request body is larger than the server's limit of 1000 bytes"
+    )

@@ -1,0 +1,71 @@
+"""Answer a JSON-RPC request that cannot be parsed (its body is over the limits) as JSON-RPC, from its ends alone.
+
+A client SDK throws on an HTTP error, but hands a JSON-RPC answer to its caller, so an MCP request refused for its
+size is answered with its own id: a `tools/call` with an `isError` result (the model reads it and sends smaller
+arguments), any other request with a JSON-RPC error. The id and method are top-level members of the request
+object; clients write them before `params` (the Python SDK) or after it (the TypeScript SDK), so they are looked
+for among the simple members at the start of the body and at its end, never by parsing the whole.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.responses import JSONResponse, Response
+
+ENDS = 1024
+"""Bytes kept from each end of a refused body: room for the simple members before and after `params`."""
+
+INVALID_REQUEST = -32600
+
+_SCALAR = rb'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null'
+_MEMBER = rb'\s*"(?P<key>[A-Za-z_]+)"\s*:\s*(?P<value>' + _SCALAR + rb")\s*"
+_LEADING = re.compile(rb"\s*\{(?:" + _MEMBER + rb",)*")
+_TRAILING = re.compile(rb"(?:," + _MEMBER + rb")+\}\s*$")
+_ONE = re.compile(_MEMBER)
+
+
+def refused_rpc(head: bytes, tail: bytes, message: str) -> Response:
+    """The answer to a JSON-RPC request refused for its size (`message` says why).
+
+    Args:
+        head: The body's first bytes (up to `ENDS`).
+        tail: Its last bytes.
+        message: Why it was refused.
+
+    Returns:
+        HTTP 200 with the request's own id: an `isError` tool result for `tools/call`, a JSON-RPC error for any
+        other method. If no id can be found (a notification, or not JSON-RPC), HTTP 413 with a JSON-RPC error that
+        has no id, as the MCP SDK answers a body over its limit.
+    """
+    members = _simple_members(head, tail)
+    if "id" not in members:
+        error = {"code": INVALID_REQUEST, "message": message}
+        return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=413)
+    request_id = members["id"]
+    if members.get("method") == "tools/call":
+        text = f"{message}: send smaller arguments"
+        result = {"content": [{"type": "text", "text": text}], "isError": True}
+        return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
+    error = {"code": INVALID_REQUEST, "message": f"{message}; send a smaller request"}
+    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def _simple_members(head: bytes, tail: bytes) -> dict[str, Any]:
+    """The top-level members with simple values (strings, numbers, literals) before the first complex one and
+    after the last, read from the body's ends."""
+    members: dict[str, Any] = {}
+    found = [_LEADING.match(head[:ENDS])]
+    trailing = _TRAILING.search(tail[-ENDS:])
+    found.append(trailing)
+    for match in found:
+        if match is None:
+            continue
+        for member in _ONE.finditer(match.group(0)):
+            try:
+                members.setdefault(member["key"].decode(), json.loads(member["value"]))
+            except ValueError:
+                continue
+    return members
