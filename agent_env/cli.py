@@ -12,12 +12,15 @@ import typer
 
 from agent_env.envs import DEFAULT_ENVIRONMENT
 from agent_env.server._limits import (
+    DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_BODY_VALUES,
     DEFAULT_MAX_EPISODES,
+    LOOPBACK_ORIGINS,
 )
-from agent_env.server._serve import DEFAULT_HOST, DEFAULT_PORT
+from agent_env.server._serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
 from agent_env.training.templates import DEFAULT_TEMPLATE
 
 if TYPE_CHECKING:
@@ -66,6 +69,22 @@ def serve(
     max_body_bytes: Annotated[
         int, typer.Option(help="Largest request body accepted; larger gets 413.")
     ] = DEFAULT_MAX_BODY_BYTES,
+    max_body_values: Annotated[
+        int, typer.Option(help="Most JSON values in one body (counted before parsing); more gets 413.")
+    ] = DEFAULT_MAX_BODY_VALUES,
+    body_timeout: Annotated[
+        float, typer.Option(help="Seconds a request body may take to arrive; slower gets 408.")
+    ] = DEFAULT_BODY_TIMEOUT,
+    header_timeout: Annotated[
+        float, typer.Option(help="Seconds request headers may take to arrive; slower is disconnected.")
+    ] = DEFAULT_HEADER_TIMEOUT,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A browser origin to let in besides this machine's pages (scheme://host[:port], :* any port, "
+            "or * for any); repeatable."
+        ),
+    ] = None,
     config: Annotated[
         list[str] | None,
         typer.Option(
@@ -95,6 +114,10 @@ def serve(
             call_timeout=call_timeout,
             log_level=log_level,
             mcp_row=parse_row(mcp_row),
+            header_timeout=header_timeout,
+            allowed_origins=[*LOOPBACK_ORIGINS, *(allow_origin or [])],
+            body_timeout=body_timeout,
+            max_body_values=max_body_values,
             **options,
         )
     except (ValueError, LookupError, ImportError) as error:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +19,7 @@ from agent_env.server._limits import (
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+DEFAULT_HEADER_TIMEOUT = 10.0
 GRACEFUL_SHUTDOWN = 5
 """Seconds requests still in flight get to finish when the server is asked to stop."""
 
@@ -35,12 +37,14 @@ def serve(
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     log_level: str = "info",
     mcp_row: dict[str, Any] | None = None,
-    **config: Any,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    **options: Any,
 ) -> None:
-    """Serve `environment` on `host:port` until interrupted; see `build_app` for the limits.
+    """Serve `environment` on `host:port` until interrupted; see `build_app` for the limits and `options`.
 
     Without a token the server answers only on loopback, and only to loopback Host names (against DNS
-    rebinding); binding another address without a token needs `allow_unauthenticated=True`.
+    rebinding); binding another address without a token needs `allow_unauthenticated=True`. A connection whose
+    request headers are not all in within `header_timeout` seconds is closed.
 
     Raises:
         ValueError: A non-loopback `host` without a token or `allow_unauthenticated`, or a limit out of range.
@@ -59,16 +63,25 @@ def serve(
         call_timeout=call_timeout,
         allowed_hosts=LOOPBACK_HOSTS if token is None and is_loopback(host) else None,
         mcp_row=mcp_row,
-        **config,
+        **options,
     )
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        lifespan="on",
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
-    )
+    uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(header_timeout))
+
+
+def uvicorn_options(header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> dict[str, Any]:
+    """How `serve` runs an app under uvicorn: its lifespan on, 5 s for requests in flight at shutdown, and uvicorn's
+    h11 protocol with a deadline for request headers (uvicorn has none)."""
+    from agent_env.server._protocol import with_header_timeout
+
+    if not (math.isfinite(header_timeout) and header_timeout > 0):
+        raise ValueError(
+            f"header_timeout must be a positive, finite number of seconds, not {header_timeout!r}"
+        )
+    return {
+        "lifespan": "on",
+        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN,
+        "http": with_header_timeout(header_timeout),
+    }
 
 
 def check_exposure(host: str, token: str | None, allow_unauthenticated: bool) -> None:

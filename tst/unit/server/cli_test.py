@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 import agent_env.server._serve as serve_module
 from agent_env.cli import app
+from agent_env.server._limits import LOOPBACK_ORIGINS
 from agent_env.server._serve import check_exposure, is_loopback, parse_config, parse_row
 
 runner = CliRunner()
@@ -39,6 +40,23 @@ def test_serve_passes_its_options_through(served, monkeypatch):
     assert (served["host"], served["port"], served["token"]) == ("127.0.0.1", 9001, None)
     assert (served["max_episodes"], served["call_timeout"], served["idle_timeout"]) == (8, 2.5, 600.0)
     assert (served["bundle"], served["limit"], served["mcp_row"]) == ("desk-v4", 3, {"seed": 7})
+    assert (served["header_timeout"], served["body_timeout"], served["max_body_values"]) == (
+        10.0,
+        30.0,
+        100_000,
+    )
+    assert served["allowed_origins"] == list(LOOPBACK_ORIGINS)
+
+
+def test_serve_lets_in_the_origins_it_is_told_to_besides_this_machines(served, monkeypatch):
+    monkeypatch.delenv("AGENT_ENV_TOKEN", raising=False)
+    result = runner.invoke(
+        app, ["serve", "--allow-origin", "https://app.example.com", "--allow-origin", "http://lab:*",
+              "--header-timeout", "3", "--body-timeout", "4", "--max-body-values", "50"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert served["allowed_origins"] == [*LOOPBACK_ORIGINS, "https://app.example.com", "http://lab:*"]
+    assert (served["header_timeout"], served["body_timeout"], served["max_body_values"]) == (3.0, 4.0, 50)
 
 
 def test_serve_refuses_a_public_host_without_a_token(served, monkeypatch):

@@ -1,0 +1,61 @@
+"""uvicorn's HTTP/1.1 protocol with a deadline for request headers, which uvicorn itself does not have.
+
+uvicorn closes a keep-alive connection that sends nothing, but a connection that sends its request line and
+headers a byte at a time (or opens and sends nothing at all) is held for ever, and enough of them use up the
+server's sockets. Bodies are timed by the request guard (`Limits.body_timeout`); headers arrive before any ASGI
+app runs, so they are timed here, in the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+class HeaderDeadlineProtocol(H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request headers are not all in within `header_timeout`
+    seconds of the connection being made or of the request's first byte."""
+
+    header_timeout: float = 10.0
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self.conn.their_state is h11.IDLE:  # these bytes start (or go on with) a request's headers
+            self._arm()
+        super().data_received(data)
+        if (
+            self.conn.their_state is not h11.IDLE
+        ):  # the headers are in: the app (and the body's timeout) takes over
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        if self._deadline is None:
+            self._deadline = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _headers_too_slow(self) -> None:
+        self._deadline = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.logger.info(
+                "agent_env: closed a connection whose request headers took over %g s", self.header_timeout
+            )
+            self.transport.close()
+
+
+def with_header_timeout(seconds: float) -> type[HeaderDeadlineProtocol]:
+    """The protocol class to give uvicorn (`http=`) for a header timeout of `seconds`."""
+    return type("HeaderDeadlineProtocol", (HeaderDeadlineProtocol,), {"header_timeout": seconds})
