@@ -14,13 +14,19 @@ from agent_env.envs.gridsim.bound import upper_bound
 from agent_env.envs.gridsim.bundle import load_bundle
 from agent_env.envs.gridsim.day import Day
 from agent_env.envs.gridsim.hours import hour_label, parse_hours
-from agent_env.envs.gridsim.market import PRICE_CAP, PRICE_FLOOR, PRODUCTS
+from agent_env.envs.gridsim.market import N_HOURS, PRICE_CAP, PRICE_FLOOR, PRODUCTS
 from agent_env.envs.gridsim.offers import Offers, parse_offers
 from agent_env.envs.gridsim.scenario import generate_day
 from agent_env.envs.gridsim.scoring import Score, forecast_settlement, score_offers
 
-Hour = Annotated[int, Field(ge=1, le=24)]
-HourSet = Annotated[str | list[Hour], Field(description='"HE07", "HE07-HE10", "all", or hours like [7, 8]')]
+# Every array is bounded by what one operating day can hold (24 hours), so the costliest call the schema lets through
+# stays small (docs/server.md gives its CPU time): an hour list names at most 24 distinct hours (a repeat is read
+# once, so a longer list only repeats), each hour takes at most one curve, and each product at most one AS offer.
+Hour = Annotated[int, Field(ge=1, le=N_HOURS)]
+HourSet = Annotated[
+    str | Annotated[list[Hour], Field(max_length=N_HOURS)],
+    Field(description='"HE07", "HE07-HE10", "all", or hours like [7, 8]'),
+]
 ProductName = Literal["regup", "regdn", "rrspfr", "rrsffr", "ecrs", "nspin"]
 
 
@@ -39,8 +45,12 @@ class ASOffer(TypedDict):
     price: Annotated[float, Field(description="$/MW-h; clears when at or below the MCPC")]
 
 
-Curves = Annotated[list[CurveOffer], Field(description="Energy offer curves, one per hour set")]
-ASOffers = Annotated[list[ASOffer], Field(description="Ancillary-service offers")]
+Curves = Annotated[
+    list[CurveOffer], Field(max_length=N_HOURS, description="Energy offer curves, one per hour set")
+]
+ASOffers = Annotated[
+    list[ASOffer], Field(max_length=len(PRODUCTS) * N_HOURS, description="Ancillary-service offers")
+]
 
 
 @lru_cache(maxsize=256)

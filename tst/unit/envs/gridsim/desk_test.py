@@ -8,6 +8,7 @@ from transformers.utils import get_json_schema
 
 from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError, ToolError
 from agent_env.envs.gridsim.desk import GridSimDesk
+from agent_env.session import LocalSession
 from agent_env.training import SchemaTool
 from agent_env.training._render_check import discovered_tools, expected_rendering, render_tools, tojson
 
@@ -60,7 +61,7 @@ def test_submit_publishes_the_nested_offer_schema():
     assert curve["required"] == ["hours", "points"]
     assert curve["properties"]["hours"]["anyOf"] == [
         {"type": "string"},
-        {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 24}},
+        {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 24}, "maxItems": 24},
     ]
     points = curve["properties"]["points"]
     assert (points["minItems"], points["maxItems"]) == (2, 10)
@@ -73,6 +74,54 @@ def test_submit_publishes_the_nested_offer_schema():
     assert offer["properties"]["product"]["enum"] == ["regup", "regdn", "rrspfr", "rrsffr", "ecrs", "nspin"]
     assert offer["properties"]["mw"] == {"type": "number", "minimum": 0}
     assert GridSimDesk.tools["check_offers"].input_schema == schema
+
+
+def test_every_array_argument_is_bounded_by_what_one_day_can_hold():
+    # 24 hours: at most 24 curves (each hour takes one), 6 products x 24 hours of AS offers (one per product and
+    # hour), and 24 distinct hours in an hour list.
+    offers = GridSimDesk.tools["submit_dam_offers"].input_schema["properties"]
+    assert (offers["curves"]["maxItems"], offers["as_offers"]["maxItems"]) == (24, 144)
+    hour_list = {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 24}, "maxItems": 24}
+    assert offers["as_offers"]["items"]["properties"]["hours"]["anyOf"][1] == hour_list
+    for name in ("dam_price_forecast", "as_price_forecast", "system_conditions", "withdraw_offers"):
+        assert GridSimDesk.tools[name].input_schema["properties"]["hours"]["anyOf"][1] == hour_list, name
+    unbounded = [
+        (tool["name"], path)
+        for tool in GridSimDesk.tools.published
+        for path, node in _nodes(tool["inputSchema"])
+        if node.get("type") == "array" and "maxItems" not in node
+    ]
+    assert unbounded == []
+
+
+def _nodes(schema, path="$"):
+    yield path, schema
+    for key, value in schema.items():
+        if isinstance(value, dict):
+            yield from _nodes(value, f"{path}.{key}")
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, dict):
+                    yield from _nodes(item, f"{path}.{key}[{index}]")
+
+
+def test_the_fullest_book_a_day_holds_is_valid_and_one_more_entry_is_refused_by_the_schema():
+    points = [[-100, -250], [100, 5000]]
+    products = ["regup", "regdn", "rrspfr", "rrsffr", "ecrs", "nspin"]
+    full = {
+        "curves": [{"hours": [hour], "points": points} for hour in range(1, 25)],
+        "as_offers": [
+            {"product": p, "hours": [h], "mw": 1, "price": 1} for p in products for h in range(1, 25)
+        ],
+    }
+    session = LocalSession(GridSimDesk())
+    session.reset(task_id=TASK)
+    assert json.loads(session.call_tool("check_offers", full))["valid"] is True
+    full["curves"].append({"hours": "HE01", "points": points})
+    with pytest.raises(ToolArgumentError, match=r"\n- curves: \[\{.* has more than 24 items$"):
+        session.call_tool("check_offers", full)
+    with pytest.raises(ToolArgumentError, match=r"\n- hours: \[7,7,7.*\] has more than 24 items$"):
+        session.call_tool("dam_price_forecast", {"hours": [7] * 25})
 
 
 def test_the_qwen3_prompt_shows_every_published_schema_and_end_turns_method_schema(desk):
