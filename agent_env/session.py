@@ -77,11 +77,20 @@ class EpisodeState(Enum):
 
 
 class LocalSession(Session):
-    """A session on an `Environment` instance in this process: the one place where calls are checked and run."""
+    """A session on an `Environment` instance in this process: the one place where calls are checked and run.
 
-    def __init__(self, environment: Environment) -> None:
+    Args:
+        environment: The environment instance the episodes run on.
+        start_hint: How the session's user starts an episode, as its messages say it ("call reset(...)"; a
+            server whose clients start episodes another way says theirs, so no message names a call they
+            cannot make).
+    """
+
+    def __init__(self, environment: Environment, *, start_hint: str = "call reset(...)") -> None:
         self.environment = environment
         self.state = EpisodeState.NEW
+        self.start_hint = start_hint
+        self._ended_by = "end_turn was called"
 
     def tools(self) -> list[dict[str, Any]]:
         return type(self.environment).tools.published
@@ -90,6 +99,7 @@ class LocalSession(Session):
         self._require_open()
         observation = self.environment.reset(**row)
         self.state = EpisodeState.RUNNING
+        self._ended_by = "end_turn was called"
         return observation
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
@@ -113,9 +123,10 @@ class LocalSession(Session):
     def reward(self) -> float:
         self._require_open()
         if self.state is EpisodeState.NEW:
-            raise EpisodeNotStartedError("no episode to score: call reset(...) first")
+            raise EpisodeNotStartedError(f"no episode to score: {self.start_hint} first")
         if self.state is EpisodeState.RUNNING:
             self.call_tool(END_TURN, {})
+            self._ended_by = "its reward was read, which ends a running episode"
         return float(self.environment.reward())
 
     def close(self) -> None:
@@ -139,11 +150,11 @@ class LocalSession(Session):
         self._require_open()
         if self.state is EpisodeState.NEW:
             raise EpisodeNotStartedError(
-                f"tool '{name}' was called before the episode started: call reset(...) first"
+                f"tool '{name}' was called before the episode started: {self.start_hint} first"
             )
         if self.state is EpisodeState.ENDED:
             raise EpisodeEndedError(
-                f"tool '{name}' was called after the episode ended (end_turn was called); call reset(...) to start "
+                f"tool '{name}' was called after the episode ended ({self._ended_by}); {self.start_hint} to start "
                 "another"
             )
 

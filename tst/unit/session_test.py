@@ -74,8 +74,12 @@ def test_calls_before_reset_are_refused():
 
 def test_calls_after_end_turn_are_refused_until_the_next_reset(session):
     session.call_tool("end_turn", {})
-    with pytest.raises(EpisodeEndedError, match="after the episode ended"):
+    with pytest.raises(EpisodeEndedError) as raised:
         session.call_tool("battery_status", {})
+    assert str(raised.value) == (
+        "tool 'battery_status' was called after the episode ended (end_turn was called); call reset(...) to start "
+        "another"
+    )
     session.reset()
     assert session.call_tool("battery_status", {})
 
@@ -83,8 +87,31 @@ def test_calls_after_end_turn_are_refused_until_the_next_reset(session):
 def test_reading_the_reward_ends_a_running_episode(session):
     session.call_tool("submit_offers", {"curves": [CURVE, CURVE]})
     assert session.reward() == 0.2
-    with pytest.raises(EpisodeEndedError):
+    with pytest.raises(EpisodeEndedError) as raised:
         session.call_tool("submit_offers", {"curves": [CURVE]})
+    assert str(raised.value) == (  # the caller never called end_turn: the message says what it did
+        "tool 'submit_offers' was called after the episode ended (its reward was read, which ends a running "
+        "episode); call reset(...) to start another"
+    )
+    session.reset()
+    session.call_tool("end_turn", {})
+    with pytest.raises(EpisodeEndedError, match=r"\(end_turn was called\)"):
+        session.call_tool("battery_status", {})
+
+
+def test_a_session_that_is_started_some_other_way_names_that_way_in_its_messages():
+    session = LocalSession(ToyDesk(), start_hint="open a new MCP session")
+    with pytest.raises(EpisodeNotStartedError) as before:
+        session.reward()
+    session.reset()
+    session.call_tool("end_turn", {})
+    with pytest.raises(EpisodeEndedError) as after:
+        session.call_tool("battery_status", {})
+    assert str(before.value) == "no episode to score: open a new MCP session first"
+    assert str(after.value) == (
+        "tool 'battery_status' was called after the episode ended (end_turn was called); open a new MCP session "
+        "to start another"
+    )
 
 
 def test_the_reward_before_any_episode_is_refused():
