@@ -18,6 +18,7 @@ from agent_env.server._limits import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_BODY_VALUES,
     DEFAULT_MAX_EPISODES,
+    DEFAULT_MCP_IDLE_TIMEOUT,
     LOOPBACK_ORIGINS,
 )
 from agent_env.server._serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
@@ -63,6 +64,10 @@ def serve(
     idle_timeout: Annotated[
         float, typer.Option(help="Seconds before an unused episode is closed.")
     ] = DEFAULT_IDLE_TIMEOUT,
+    mcp_idle_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds before an MCP session without requests ends, closing its episode."),
+    ] = DEFAULT_MCP_IDLE_TIMEOUT,
     call_timeout: Annotated[
         float, typer.Option(help="Seconds a reset, tool call or reward may run.")
     ] = DEFAULT_CALL_TIMEOUT,
@@ -92,7 +97,10 @@ def serve(
         ),
     ] = None,
     mcp_row: Annotated[
-        str | None, typer.Option(help="JSON dataset row each MCP session's episode starts from (default {}).")
+        str | None,
+        typer.Option(
+            help="JSON dataset row an MCP session starts from when its URL names none (default: the first test row)."
+        ),
     ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
@@ -115,6 +123,7 @@ def serve(
             log_level=log_level,
             mcp_row=parse_row(mcp_row),
             header_timeout=header_timeout,
+            mcp_idle_timeout=mcp_idle_timeout,
             allowed_origins=[*LOOPBACK_ORIGINS, *(allow_origin or [])],
             body_timeout=body_timeout,
             max_body_values=max_body_values,

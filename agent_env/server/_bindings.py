@@ -3,69 +3,158 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_env.server._episodes import EpisodeRegistry
+from agent_env.server._episodes import EpisodeRegistry, Surface
+from agent_env.server.errors import DatasetNotFoundError
+
+DEFAULT_SPLITS = ("test", "train")
+"""Where the default row of an MCP session comes from when none is configured: the first row of the first of these
+splits the environment has (the held-out split first: an MCP client is most often an evaluator)."""
+
+MCP = Surface(
+    start_hint="open a new MCP session (connect again)",
+    start_again="open a new MCP session (connect again) to start another",
+    make_room="end MCP sessions you no longer use (DELETE /mcp)",
+)
+"""An MCP client cannot call `reset`: it starts an episode by opening a session."""
 
 
 @dataclass(eq=False)
 class Binding:
-    """The episode one MCP session acts on, and when the session last used it."""
+    """The episode one MCP session acts on, when the session last used the server, and its requests in flight."""
 
     episode_id: str
     last_used: float = field(default_factory=time.monotonic)
+    in_flight: int = 0
 
 
 class SessionEpisodes:
     """The episodes of MCP sessions, kept in the registry like any other.
 
-    A binding outlives its episode (an idled-out or timed-out episode keeps answering "expired or unknown" to its
-    session, which is never moved to a fresh one behind its back); it is forgotten when the session ends, or once
-    it has gone unused for the idle timeout, by which time the MCP SDK has ended that session too.
+    A session's episode is closed when the session ends: on the client's DELETE, or once the session has had no
+    request for the MCP idle timeout, counted as the MCP SDK counts it (from the end of its last request), so a
+    client that never says goodbye holds its episode no longer than the SDK holds its session. A binding outlives
+    its episode (an idled-out or timed-out episode keeps answering "expired or unknown" to its session, which is
+    never moved to a fresh one behind its back); it is forgotten after twice the idle timeout.
 
     Args:
         episodes: Where the episodes live.
-        row: The dataset row a session's first tool call resets its episode from.
+        row: The dataset row a session's episode starts from when its client names none; None: the first row of
+            the environment's `test` split (else `train`), or the empty row for an environment without a dataset.
     """
 
     def __init__(self, episodes: EpisodeRegistry, row: Mapping[str, Any] | None = None) -> None:
         self.episodes = episodes
-        self.row = dict(row or {})
+        self.row = dict(row) if row is not None else None
         self._bindings: dict[str, Binding] = {}
         self._opening: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
-    async def episode_for(self, mcp_session_id: str) -> str:
-        """The episode an MCP session acts on; its first call opens one, reset from `row`."""
+    async def episode_for(
+        self, mcp_session_id: str, row: Mapping[str, Any] | None = None
+    ) -> tuple[str, str | None]:
+        """The episode an MCP session acts on; its first call opens one, reset from `row` (None: `default_row`).
+
+        Returns:
+            The episode id, and the first observation when this call opened the episode (None otherwise).
+        """
+        observation = None
         async with self._lock(mcp_session_id):
             binding = self._bindings.get(mcp_session_id)
             if binding is None:
-                self._forget_idle()
-                episode_id, _ = await self.episodes.open(self.row)
+                self.reap()
+                start = row if row is not None else await self.default_row()
+                episode_id, observation = await self.episodes.open(start, MCP)
                 binding = self._bindings[mcp_session_id] = Binding(episode_id)
         binding.last_used = time.monotonic()
-        return binding.episode_id
+        return binding.episode_id, observation
 
     async def open(self, mcp_session_id: str, row: Mapping[str, Any] | None) -> tuple[str, str | None]:
         """A new episode reset from `row` that the MCP session acts on from now on; its previous one is closed."""
         # Under the lock: a first call that is opening an episode finishes first, and this one replaces it.
         async with self._lock(mcp_session_id):
-            self._forget_idle()  # the id is the caller's word: bindings for ids no session uses must not pile up
-            episode_id, observation = await self.episodes.open(row)
+            self.reap()  # the id is the caller's word: bindings for ids no session uses must not pile up
+            episode_id, observation = await self.episodes.open(row, MCP)
             previous = self._bindings.get(mcp_session_id)
             self._bindings[mcp_session_id] = Binding(episode_id)
             if previous is not None and self.episodes.is_live(previous.episode_id):
                 self.episodes.close(previous.episode_id)
         return episode_id, observation
 
+    async def default_row(self) -> dict[str, Any]:
+        """The row an MCP session starts from when its client names none (see the class's `row`)."""
+        if self.row is None:
+            self.row = {}
+            for split in DEFAULT_SPLITS:
+                try:
+                    rows = await self.episodes.dataset_rows(split)
+                except DatasetNotFoundError:
+                    continue
+                if rows:
+                    self.row = dict(rows[0])
+                    break
+        return self.row
+
     def end(self, mcp_session_id: str) -> None:
         """The MCP session ended: close its episode."""
         binding = self._bindings.pop(mcp_session_id, None)
         if binding is not None and self.episodes.is_live(binding.episode_id):
             self.episodes.close(binding.episode_id)
+
+    @contextlib.contextmanager
+    def in_use(self, mcp_session_id: str | None) -> Iterator[None]:
+        """Around one MCP request of a session: it is not idle while the request runs, and is used when it ends."""
+        binding = self._bindings.get(mcp_session_id) if mcp_session_id else None
+        if binding is not None:
+            binding.in_flight += 1
+        try:
+            yield
+        finally:
+            if binding is not None:
+                binding.in_flight -= 1
+            current = self._bindings.get(mcp_session_id) if mcp_session_id else None
+            if current is not None:
+                current.last_used = time.monotonic()
+
+    def reap(self) -> None:
+        """Close the episodes of sessions idle past the MCP idle timeout, and forget long-idle bindings."""
+        idle = self.episodes.limits.mcp_idle_timeout
+        if idle is None:
+            return
+        now = time.monotonic()
+        for mcp_session_id, binding in list(self._bindings.items()):
+            if binding.in_flight or now - binding.last_used <= idle:
+                continue
+            if self.episodes.is_live(binding.episode_id):
+                self.episodes.close(binding.episode_id)
+            if now - binding.last_used > 2 * idle:
+                del self._bindings[mcp_session_id]
+
+    @contextlib.asynccontextmanager
+    async def reaping(self) -> AsyncIterator[None]:
+        """Reap idle sessions' episodes (`reap`) in the background until the context exits."""
+        idle = self.episodes.limits.mcp_idle_timeout
+        if idle is None:
+            yield
+            return
+
+        async def reap_forever() -> None:
+            while True:
+                await asyncio.sleep(min(max(idle / 4, 0.05), 30.0))
+                self.reap()
+
+        reaper = asyncio.create_task(reap_forever())
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reaper
 
     def count(self) -> int:
         """How many MCP sessions have an episode."""
@@ -78,12 +167,3 @@ class SessionEpisodes:
     def _lock(self, mcp_session_id: str) -> asyncio.Lock:
         """The lock that keeps one session's bindings changing one at a time (it lives while someone holds it)."""
         return self._opening.setdefault(mcp_session_id, asyncio.Lock())
-
-    def _forget_idle(self) -> None:
-        idle = self.episodes.limits.idle_timeout
-        if idle is None:
-            return
-        now = time.monotonic()
-        for mcp_session_id, binding in list(self._bindings.items()):
-            if now - binding.last_used > idle and not self.episodes.is_live(binding.episode_id):
-                del self._bindings[mcp_session_id]

@@ -33,7 +33,7 @@ from agent_env.server.errors import (
     ServerUnavailableError,
     TooManyEpisodesError,
 )
-from agent_env.session import LocalSession
+from agent_env.session import EpisodeState, LocalSession
 
 logger = logging.getLogger("agent_env.server")
 
@@ -43,11 +43,33 @@ WORKERS = 16
 """Worker threads per server: enough that slow tools on some episodes do not hold up the others."""
 
 
+@dataclass(frozen=True)
+class Surface:
+    """What the clients of one wire surface do to start an episode and to make room for one, in the words every
+    message to them uses, so that none names a call they cannot make."""
+
+    start_hint: str
+    """How a client starts an episode on the same session (a `LocalSession`'s "call reset(...)")."""
+    start_again: str
+    """How a client starts afresh once its episode is gone (closed, idled out, timed out)."""
+    make_room: str
+    """What frees room for another episode when the server holds its limit."""
+
+
+CONTROL = Surface(
+    start_hint="call reset(...)",
+    start_again="start a new episode (POST /episodes)",
+    make_room="close finished ones (DELETE /episodes/{id})",
+)
+"""The control API's clients: `AgentEnv.connect` (whose sessions have `reset`) and plain HTTP."""
+
+
 @dataclass(eq=False)
 class Episode:
     """One live episode: its session, the lock that keeps its calls one at a time, and when it was last used."""
 
     id: str
+    surface: Surface = CONTROL
     session: LocalSession | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_used: float = field(default_factory=time.monotonic)
@@ -98,13 +120,17 @@ class EpisodeRegistry:
             self._workers.shutdown()
             self._workers = None
 
-    async def open(self, row: Mapping[str, Any] | None) -> tuple[str, str | None]:
+    async def open(self, row: Mapping[str, Any] | None, surface: Surface = CONTROL) -> tuple[str, str | None]:
         """A new episode on a fresh environment instance, reset from `row` (None: not reset, no episode running).
+
+        Args:
+            row: The dataset row to reset from.
+            surface: Whose episode it is: its messages tell that surface's clients what to do.
 
         Returns:
             The episode id and the first observation.
         """
-        episode = self._admit()
+        episode = self._admit(surface)
         try:
             async with episode.lock:
                 episode.session = await self._build(episode)
@@ -121,22 +147,33 @@ class EpisodeRegistry:
 
     async def reset(self, episode_id: str, row: Mapping[str, Any]) -> str | None:
         """Start the next episode on the same environment instance; return its first observation."""
-        async with self._use(episode_id) as episode:
+        async with self._use(episode_id, CONTROL) as episode:
             return await self._reset(episode, row)
 
     async def call(self, episode_id: str, name: str, arguments: Mapping[str, Any]) -> str:
         """Validate and run one tool call, as `LocalSession.call_tool` does; return its text."""
-        async with self._use(episode_id) as episode:
+        async with self._use(episode_id, CONTROL) as episode:
+            return await self._call(episode, name, arguments)
+
+    async def call_and_score(
+        self, episode_id: str, name: str, arguments: Mapping[str, Any], surface: Surface = CONTROL
+    ) -> tuple[str, float | None]:
+        """`call`, and the episode's reward if that call ended it (`end_turn`), read in the same turn.
+
+        Returns:
+            The call's text, and the reward or None while the episode runs.
+        """
+        async with self._use(episode_id, surface) as episode:
+            text = await self._call(episode, name, arguments)
             session = _session(episode)
-            action = f"tool '{name}'"
-            with _failures_reported(action, episode):
-                if session.is_async(name):
-                    return await self._await(episode, session.acall_tool(name, arguments), action)
-                return await self._run(episode, partial(session.call_tool, name, arguments), action)
+            if session.state is not EpisodeState.ENDED:
+                return text, None
+            with _failures_reported("reward()", episode):
+                return text, await self._run(episode, session.reward, "reward()")
 
     async def reward(self, episode_id: str) -> float:
         """The episode's reward, ending it first if it is still running."""
-        async with self._use(episode_id) as episode:
+        async with self._use(episode_id, CONTROL) as episode:
             with _failures_reported("reward()", episode):
                 return await self._run(episode, _session(episode).reward, "reward()")
 
@@ -144,7 +181,7 @@ class EpisodeRegistry:
         """Close an episode and free it; a call already running on it still answers, and nothing more runs on it."""
         episode = self._episodes.get(episode_id)
         if episode is None:
-            raise EpisodeNotFoundError(self._not_found(episode_id))
+            raise EpisodeNotFoundError(self._not_found(episode_id, CONTROL))
         self._discard(episode)
 
     async def dataset_rows(self, split: str) -> list[dict[str, Any]]:
@@ -176,9 +213,17 @@ class EpisodeRegistry:
                 logger.info("agent_env: episode %s idled out", episode.id)
                 self._discard(episode)
 
+    async def _call(self, episode: Episode, name: str, arguments: Mapping[str, Any]) -> str:
+        session = _session(episode)
+        action = f"tool '{name}'"
+        with _failures_reported(action, episode):
+            if session.is_async(name):
+                return await self._await(episode, session.acall_tool(name, arguments), action)
+            return await self._run(episode, partial(session.call_tool, name, arguments), action)
+
     async def _build(self, episode: Episode) -> LocalSession:
         def build() -> LocalSession:
-            return LocalSession(self.environment(**self.config))
+            return LocalSession(self.environment(**self.config), start_hint=episode.surface.start_hint)
 
         try:
             return await self._run(episode, build, f"building {self.environment.__name__}")
@@ -236,39 +281,38 @@ class EpisodeRegistry:
             raise
 
     @contextlib.asynccontextmanager
-    async def _use(self, episode_id: str) -> AsyncIterator[Episode]:
-        episode = self._live(episode_id)
+    async def _use(self, episode_id: str, surface: Surface) -> AsyncIterator[Episode]:
+        episode = self._live(episode_id, surface)
         episode.busy += 1
         try:
             async with episode.lock:
                 if episode.closed:
-                    raise EpisodeNotFoundError(self._not_found(episode_id))
+                    raise EpisodeNotFoundError(self._not_found(episode_id, surface))
                 yield episode
         finally:
             episode.busy -= 1
             episode.last_used = time.monotonic()
 
-    def _live(self, episode_id: str) -> Episode:
+    def _live(self, episode_id: str, surface: Surface) -> Episode:
         episode = self._episodes.get(episode_id)
         if episode is not None and self._expired(episode, time.monotonic()):
             self._discard(episode)
             episode = None
         if episode is None:
-            raise EpisodeNotFoundError(self._not_found(episode_id))
+            raise EpisodeNotFoundError(self._not_found(episode_id, surface))
         return episode
 
-    def _admit(self) -> Episode:
+    def _admit(self, surface: Surface) -> Episode:
         limit = self.limits.max_episodes
         if limit is not None and len(self._episodes) >= limit:
             self.reap()
             if len(self._episodes) >= limit:
                 raise TooManyEpisodesError(
-                    f"the server already holds {limit} live episodes, its limit: close finished ones "
-                    "(DELETE /episodes/{id}), wait for idle ones to expire, or start the server with a higher "
-                    "max_episodes"
+                    f"the server already holds {limit} live episodes, its limit: {surface.make_room}, wait for "
+                    "idle ones to expire, or start the server with a higher max_episodes"
                 )
         self._workers_or_raise()
-        episode = Episode(uuid.uuid4().hex, busy=1)
+        episode = Episode(uuid.uuid4().hex, surface, busy=1)
         self._episodes[episode.id] = episode
         return episode
 
@@ -290,18 +334,18 @@ class EpisodeRegistry:
             )
         return self._workers
 
-    def _not_found(self, episode_id: str) -> str:
+    def _not_found(self, episode_id: str, surface: Surface) -> str:
         idle = self.limits.idle_timeout
         idled = f"idled out after {idle:g} s, " if idle is not None else ""
         return (
             f"episode {episode_id[:64]!r} expired or unknown: it was closed, {idled}closed after a call timed out, "
-            "or the server restarted; start a new episode (POST /episodes)"
+            f"or the server restarted; {surface.start_again}"
         )
 
     def _timed_out(self, action: str, episode: Episode) -> str:
         return (
             f"{action} did not finish within the server's call timeout of {self.limits.call_timeout:g} s; episode "
-            f"{episode.id!r} was closed because its state is unknown: start a new episode"
+            f"{episode.id!r} was closed because its state is unknown: {episode.surface.start_again}"
         )
 
     async def _reap_forever(self, idle_timeout: float) -> None:

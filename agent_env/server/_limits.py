@@ -11,6 +11,7 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_EPISODES = 1024
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_CALL_TIMEOUT = 20.0
+DEFAULT_MCP_IDLE_TIMEOUT = 120.0
 DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_MAX_BODY_VALUES = 100_000
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
@@ -31,6 +32,8 @@ class Limits:
         max_body_bytes: The largest request body accepted (413 past it).
         max_episodes: The most live episodes at once (503 past it); None for no limit.
         idle_timeout: Seconds without a request after which an episode is closed and freed; None keeps them.
+        mcp_idle_timeout: Seconds without a request after which an MCP session ends, and its episode with it (a
+            client that never sends DELETE, like a one-shot command, holds them no longer); None keeps them.
         call_timeout: Seconds one reset, tool call or reward may run; past it the call fails and its episode is
             closed. None lets calls run as long as they take.
         allowed_hosts: The Host headers answered (`name:*` allows any port); None answers any. A server bound to
@@ -46,6 +49,7 @@ class Limits:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_episodes: int | None = DEFAULT_MAX_EPISODES
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
+    mcp_idle_timeout: float | None = DEFAULT_MCP_IDLE_TIMEOUT
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT
     allowed_hosts: Sequence[str] | None = None
     allowed_origins: Sequence[str] | None = LOOPBACK_ORIGINS
@@ -69,7 +73,7 @@ class Limits:
             )
         for origin in self.allowed_origins or ():
             check_origin_pattern(origin)
-        for name in ("idle_timeout", "call_timeout", "body_timeout"):
+        for name in ("idle_timeout", "mcp_idle_timeout", "call_timeout", "body_timeout"):
             seconds = getattr(self, name)
             if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
                 raise ValueError(

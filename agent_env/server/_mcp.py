@@ -1,10 +1,13 @@
 """The MCP endpoint: the official SDK's low-level server over streamable HTTP, one episode per MCP session.
 
 Tools are listed with each tool's published `inputSchema`, byte for byte, and a call runs in the episode of the
-caller's MCP session through the registry, so it is validated and run by that episode's `LocalSession`. A tool
-error (bad arguments, an unknown tool, an episode that has ended or expired, a call that timed out) comes back as
-a tool result with `isError: true` whose text is the error's message, for the model to read and fix; a failure
-that is not the model's (no room for another episode, a broken environment) is an MCP error.
+caller's MCP session through the registry, so it is validated and run by that episode's `LocalSession`. A plain
+MCP client needs nothing else: its session's first call starts the episode (from the row in the endpoint's URL,
+or the server's default row), the result of `end_turn` carries the reward, and a new session starts a new
+episode. A tool error (bad arguments, an unknown tool, an episode that has ended or expired, a call that timed
+out) comes back as a tool result with `isError: true` whose text is the error's message, for the model to read
+and fix; a failure that is not the model's (a row the environment refuses, no room for another episode, a broken
+environment) is a JSON-RPC error whose message says what to do.
 
 Episodes live in MCP sessions, so the server speaks the initialize handshake (protocol 2025-11-25 and earlier):
 its `server/discover` answer names only those versions, which makes a client that probes first fall back to the
@@ -14,7 +17,7 @@ handshake, and a tool call without a session is refused with a message that says
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -29,25 +32,41 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agent_env import __version__
 from agent_env.errors import AgentEnvError, EpisodeStateError, ToolError
-from agent_env.server._bindings import SessionEpisodes
+from agent_env.server._bindings import MCP, SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._http import MCP_SESSION_HEADER, error_response
-from agent_env.server._json import NotJsonError, parse_json
+from agent_env.server._json import NotJsonError, parse_json, read_json
 from agent_env.server._limits import Limits
-from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, ResetError, ServerUnavailableError
+from agent_env.server.errors import (
+    CallTimeoutError,
+    EpisodeNotFoundError,
+    ResetError,
+    ServerUnavailableError,
+    TooManyEpisodesError,
+)
 
 EPISODE_META_KEY = "agent-env/episode_id"
 """The `_meta` key of every tool result that names the episode the call ran in."""
+
+REWARD_META_KEY = "agent-env/reward"
+"""The `_meta` key of the result of the call that ended the episode (`end_turn`): its reward."""
+
+OBSERVATION_META_KEY = "agent-env/observation"
+"""The `_meta` key of the result of a session's first call: the observation its episode started with."""
 
 MODEL_ERRORS = (ToolError, EpisodeStateError, EpisodeNotFoundError, CallTimeoutError)
 """Errors sent back as tool results with `isError: true`, for the model to read."""
 
 INSTRUCTIONS = (
-    "Each MCP session acts on its own episode of {name}. The first tool call starts one from the server's default "
-    "dataset row; to start one from another row, POST /episodes with this session's Mcp-Session-Id header and the "
-    "row as the JSON body. Every tool result's _meta names its episode ({key}); POST /episodes/{{episode_id}}/reward "
-    "scores it."
+    "Each MCP session plays one episode of {name}. The session's first tool call starts it, from the dataset row in "
+    "this endpoint's URL query (/mcp?task_id=...&seed=...; values are JSON where they parse) or else the server's "
+    "default row. end_turn ends the episode: its result's _meta['{reward}'] is the reward. Open a new MCP session to "
+    "play another episode."
 )
+
+
+class RowError(ValueError):
+    """The endpoint URL's query is not a dataset row."""
 
 
 def mcp_server(episodes: EpisodeRegistry, sessions: SessionEpisodes) -> Server[Any]:
@@ -58,7 +77,7 @@ def mcp_server(episodes: EpisodeRegistry, sessions: SessionEpisodes) -> Server[A
         types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
         for t in published
     ]
-    instructions = INSTRUCTIONS.format(name=name, key=EPISODE_META_KEY)
+    instructions = INSTRUCTIONS.format(name=name, reward=REWARD_META_KEY)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -69,14 +88,19 @@ def mcp_server(episodes: EpisodeRegistry, sessions: SessionEpisodes) -> Server[A
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         mcp_session_id = _mcp_session_id(ctx)
-        episode_id = await _episode_for(sessions, mcp_session_id)
+        episode_id, observation = await _episode_for(sessions, mcp_session_id, _url_row(ctx))
+        meta: dict[str, Any] = {EPISODE_META_KEY: episode_id}
+        if observation is not None:
+            meta[OBSERVATION_META_KEY] = observation
         try:
-            text = await episodes.call(episode_id, params.name, params.arguments or {})
+            text, reward = await episodes.call_and_score(episode_id, params.name, params.arguments or {}, MCP)
         except MODEL_ERRORS as error:
-            return _tool_result(str(error), episode_id, is_error=True)
+            return _tool_result(str(error), meta, is_error=True)
         except AgentEnvError as error:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(error)) from error
-        return _tool_result(text, episode_id)
+        if reward is not None:
+            meta[REWARD_META_KEY] = reward
+        return _tool_result(text, meta)
 
     server: Server[Any] = Server(
         name, version=__version__, instructions=instructions, on_list_tools=list_tools, on_call_tool=call_tool
@@ -135,11 +159,11 @@ class McpEndpoint:
         manager = StreamableHTTPSessionManager(
             app=self.server,
             json_response=True,
-            session_idle_timeout=self.limits.idle_timeout,
+            session_idle_timeout=self.limits.mcp_idle_timeout,
             max_request_body_size=self.limits.max_body_bytes,
             max_sessions=self.limits.max_episodes,
         )
-        async with manager.run():
+        async with manager.run(), self.sessions.reaping():
             self._manager = manager
             try:
                 yield
@@ -153,7 +177,6 @@ class McpEndpoint:
             error = ServerUnavailableError("the server is not started: its lifespan has not run")
             await error_response(error)(scope, receive, send)
             return
-        headers = Headers(scope=scope)
         if scope.get("method") == "POST":
             body, receive = await _buffered(receive)
             try:
@@ -163,11 +186,11 @@ class McpEndpoint:
                     scope, receive, send
                 )
                 return
-        await manager.handle_request(scope, receive, send)
-        if scope.get("method") == "DELETE":
-            mcp_session_id = headers.get(MCP_SESSION_HEADER)
-            if mcp_session_id:
-                self.sessions.end(mcp_session_id)
+        mcp_session_id = Headers(scope=scope).get(MCP_SESSION_HEADER)
+        with self.sessions.in_use(mcp_session_id):  # the SDK's idle clock runs from a session's last request
+            await manager.handle_request(scope, receive, send)
+        if mcp_session_id and scope.get("method") == "DELETE":
+            self.sessions.end(mcp_session_id)
 
 
 async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
@@ -208,23 +231,59 @@ def _mcp_session_id(ctx: ServerRequestContext[Any, Any]) -> str:
     return str(mcp_session_id)
 
 
-async def _episode_for(sessions: SessionEpisodes, mcp_session_id: str) -> str:
+async def _episode_for(
+    sessions: SessionEpisodes, mcp_session_id: str, row: dict[str, Any] | None
+) -> tuple[str, str | None]:
     try:
-        return await sessions.episode_for(mcp_session_id)
+        return await sessions.episode_for(mcp_session_id, row)
     except ResetError as error:
-        raise MCPError(
-            code=types.INTERNAL_ERROR,
-            message=(
-                f"{error}; start this MCP session's episode from a dataset row: POST /episodes with the header "
-                f"'Mcp-Session-Id: {mcp_session_id}' and the row as the JSON body (or serve with a default row: "
-                "`agent-env serve --mcp-row '{...}'`)"
-            ),
-        ) from error
+        if row is not None:  # the client's row: it can connect with another
+            fix = "connect with a row it can start from in the endpoint's URL (like /mcp?seed=3)"
+            raise MCPError(code=types.INVALID_REQUEST, message=f"{error}; {fix}") from error
+        fix = (
+            "name a row in the endpoint's URL (like /mcp?seed=3), or ask the server's operator for a default row "
+            "(agent-env serve --mcp-row '{...}')"
+        )
+        raise MCPError(code=types.INTERNAL_ERROR, message=f"{error}; {fix}") from error
+    except TooManyEpisodesError as error:
+        raise MCPError(code=types.INTERNAL_ERROR, message=str(error)) from error
     except AgentEnvError as error:
         raise MCPError(code=types.INTERNAL_ERROR, message=str(error)) from error
 
 
-def _tool_result(text: str, episode_id: str, *, is_error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(text=text)], is_error=is_error, _meta={EPISODE_META_KEY: episode_id}
-    )
+def _url_row(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any] | None:
+    """The dataset row in the endpoint URL's query (`/mcp?task_id=...&seed=7`), or None when it has none."""
+    request = ctx.request
+    if request is None or not request.query_params:
+        return None
+    try:
+        return url_row(request.query_params.multi_items())
+    except RowError as error:
+        raise MCPError(code=types.INVALID_REQUEST, message=str(error)) from error
+
+
+def url_row(items: list[tuple[str, str]]) -> dict[str, Any]:
+    """A dataset row from URL query items: each is a key and its value, read as JSON when it parses as JSON (as
+    `-c key=value` is), else kept as text (`task_id=desk-v4/test/0003`; quote text that would parse: `id="7"`).
+
+    Raises:
+        RowError: A key that is not an identifier, or a key given twice.
+    """
+    row: dict[str, Any] = {}
+    for key, text in items:
+        if not key.isidentifier():
+            raise RowError(
+                f"the MCP endpoint's URL query names {key[:60]!r}, which is not a dataset row key; give the row as "
+                "key=value pairs, like /mcp?task_id=desk-v4/test/0003 or /mcp?seed=7"
+            )
+        if key in row:
+            raise RowError(f"the MCP endpoint's URL query gives {key!r} twice; give each row key once")
+        try:
+            row[key] = read_json(text.encode())
+        except NotJsonError:
+            row[key] = text
+    return row
+
+
+def _tool_result(text: str, meta: Mapping[str, Any], *, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=is_error, _meta=dict(meta))

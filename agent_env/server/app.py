@@ -24,6 +24,7 @@ from agent_env.server._limits import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_BODY_VALUES,
     DEFAULT_MAX_EPISODES,
+    DEFAULT_MCP_IDLE_TIMEOUT,
     LOOPBACK_ORIGINS,
     Limits,
 )
@@ -41,6 +42,7 @@ def build_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_episodes: int | None = DEFAULT_MAX_EPISODES,
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    mcp_idle_timeout: float | None = DEFAULT_MCP_IDLE_TIMEOUT,
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] | None = LOOPBACK_ORIGINS,
@@ -52,7 +54,8 @@ def build_app(
     """An ASGI app serving `environment`: MCP (streamable HTTP) at `/mcp`, the control API beside it.
 
     Every episode is a `LocalSession` on its own environment instance; an MCP session gets one episode (started
-    from `mcp_row` on its first tool call), and the control API opens as many as asked (up to `max_episodes`).
+    on its first tool call from the row in its URL, else `mcp_row`), and the control API opens as many as asked
+    (up to `max_episodes`).
     The app's lifespan starts the workers and closes every episode on the way out, so run it under a server that
     runs lifespans (uvicorn does); under `httpx.ASGITransport`, enter `app.router.lifespan_context(app)` first.
 
@@ -63,6 +66,8 @@ def build_app(
         max_body_bytes: The largest request body accepted; a larger one gets 413.
         max_episodes: The most live episodes (and MCP sessions); past it, opening one gets 503. None: no limit.
         idle_timeout: Seconds an episode may go unused before it is closed and freed; None keeps them.
+        mcp_idle_timeout: Seconds an MCP session may go without a request before it ends and its episode is closed
+            (clients that never send DELETE hold them no longer); None keeps them.
         call_timeout: Seconds one reset, tool call or reward may run before it fails and its episode is closed.
         allowed_hosts: The Host headers answered (`name:*`: any port); others get 421. None answers any.
         allowed_origins: The browser origins let in (`scheme://name:*`: any port; `*`: any); a request with
@@ -70,8 +75,9 @@ def build_app(
         body_timeout: Seconds a request body may take to arrive; a slower one gets 408. None waits for ever.
         max_body_values: The most JSON values a body may hold (counted from its commas and brackets, before it is
             parsed); more gets 413. None: no limit.
-        mcp_row: The dataset row an MCP session's episode starts from, unless `POST /episodes` with the session's
-            `Mcp-Session-Id` starts it from another; None is the empty row.
+        mcp_row: The dataset row an MCP session's episode starts from when the client names none in the endpoint's
+            URL (`/mcp?seed=7`); None: the first row of the environment's `test` split (else `train`), or the
+            empty row for an environment without a dataset.
         **config: Passed to the environment's constructor for every episode.
 
     Raises:
@@ -87,6 +93,7 @@ def build_app(
         max_body_bytes=max_body_bytes,
         max_episodes=max_episodes,
         idle_timeout=idle_timeout,
+        mcp_idle_timeout=mcp_idle_timeout,
         call_timeout=call_timeout,
         allowed_hosts=tuple(allowed_hosts) if allowed_hosts is not None else None,
         allowed_origins=tuple(allowed_origins) if allowed_origins is not None else None,

@@ -74,7 +74,7 @@ async def test_a_call_past_the_timeout_fails_clearly_closes_its_episode_and_the_
     assert hang.json()["error"] == {
         "code": "call_timeout",
         "message": f"tool 'hang' did not finish within the server's call timeout of 0.3 s; episode '{hung}' was "
-        "closed because its state is unknown: start a new episode",
+        "closed because its state is unknown: start a new episode (POST /episodes)",
     }
     assert add.json() == {"result": "total 2"}
     assert (await client.post(f"/episodes/{hung}/reward")).status_code == 404

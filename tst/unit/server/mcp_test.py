@@ -15,6 +15,7 @@ from mcp import Client, ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from agent_env.errors import AgentEnvError
+from agent_env.server._bindings import MCP
 from agent_env.server.app import build_app
 from agent_env.session import LocalSession
 
@@ -51,8 +52,9 @@ async def mcp_session(
 
 
 def in_process(name: str, arguments: dict[str, Any], *, end_first: bool = False) -> tuple[bool, str]:
-    """(is_error, text) of the same call on a fresh in-process session, reset with an empty row."""
-    session = LocalSession(ToyDesk())
+    """(is_error, text) of the same call on a fresh in-process session, reset with an empty row, whose messages
+    tell its user to start an episode as an MCP client does."""
+    session = LocalSession(ToyDesk(), start_hint=MCP.start_hint)
     session.reset()
     if end_first:
         session.call_tool("end_turn", {})
@@ -114,7 +116,11 @@ async def test_a_call_after_end_turn_is_the_in_process_episode_state_error(serve
         await session.call_tool("end_turn", {})
         result = await session.call_tool("add", {"amount": 1})
     assert outcome(result) == in_process("add", {"amount": 1}, end_first=True)
-    assert outcome(result)[0]
+    assert outcome(result) == (
+        True,
+        "tool 'add' was called after the episode ended (end_turn was called); open a new MCP session (connect "
+        "again) to start another",
+    )
 
 
 async def test_each_mcp_session_has_its_own_episode(served_toy):
@@ -179,7 +185,7 @@ async def test_a_hung_tool_fails_as_a_tool_result_and_its_episode_is_then_gone()
     assert outcome(hung) == (
         True,
         f"tool 'hang' did not finish within the server's call timeout of 0.3 s; episode '{episode}' was closed "
-        "because its state is unknown: start a new episode",
+        "because its state is unknown: open a new MCP session (connect again) to start another",
     )
     assert after.is_error
     assert after.content[0].text.startswith(f"episode '{episode}' expired or unknown")
@@ -199,22 +205,28 @@ async def test_the_mcp_endpoint_needs_the_token_too():
 
 async def test_failures_that_are_not_the_models_are_mcp_errors_that_say_what_to_do():
     with running(build_app(ToyDesk, mcp_row={"seed": "three"})) as url:
-        async with mcp_session(url) as (session, seen):
+        async with mcp_session(url) as (session, _):
             with pytest.raises(MCPError) as refused:
                 await session.call_tool("add", {"amount": 1})
-    assert str(refused.value).startswith(
-        "ToyDesk.reset could not start an episode from this row: TypeError: seed"
+    assert refused.value.error.code == -32603  # the operator's default row
+    assert str(refused.value) == (
+        "ToyDesk.reset could not start an episode from this row: TypeError: seed must be an integer, not 'three'; "
+        "name a row in the endpoint's URL (like /mcp?seed=3), or ask the server's operator for a default row "
+        "(agent-env serve --mcp-row '{...}')"
     )
-    assert f"POST /episodes with the header 'Mcp-Session-Id: {seen['id']}'" in str(refused.value)
     with running(build_app(ToyDesk, max_episodes=1)) as url:
         async with httpx.AsyncClient(base_url=url) as control, mcp_session(url) as (session, _):
             held = (await control.post("/episodes", json={})).json()["episode_id"]
-            with pytest.raises(MCPError, match="the server already holds 1 live episodes, its limit"):
+            with pytest.raises(MCPError) as crowded:
                 await session.call_tool("add", {"amount": 1})
             await control.delete(f"/episodes/{held}")
             with pytest.raises(MCPError, match="tool 'crash' failed on the server: KeyError: 'boom'"):
                 await session.call_tool("crash", {})
             assert (await session.call_tool("add", {"amount": 1})).content[0].text == "total 1"
+    assert str(crowded.value) == (
+        "the server already holds 1 live episodes, its limit: end MCP sessions you no longer use (DELETE /mcp), "
+        "wait for idle ones to expire, or start the server with a higher max_episodes"
+    )
 
 
 async def test_arguments_past_the_body_limits_are_an_is_error_result_and_the_session_goes_on():
