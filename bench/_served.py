@@ -1,4 +1,5 @@
-"""An environment served by uvicorn in a subprocess on a free loopback port, for the benchmarks that measure a server."""
+"""An environment served by uvicorn in a subprocess on a free loopback port (run as `agent-env serve` runs it), for the
+benchmarks that measure a server."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ import psutil
 _SERVER = """
 import json, sys, uvicorn
 from agent_env.server import build_app
+from agent_env.server._serve import uvicorn_options
 app = build_app(sys.argv[1], **json.loads(sys.argv[2]))
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning", access_log=False)
+options = uvicorn_options()
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning", access_log=False, **options)
 """
 
 

@@ -30,6 +30,7 @@ import httpx
 import psutil
 
 from agent_env.errors import AgentEnvError
+from agent_env.server._limits import DEFAULT_MAX_BODY_VALUES
 from agent_env.server.app import build_app
 from bench._served import served
 
@@ -39,11 +40,16 @@ LATENCY_ROUNDS = 3
 """Bodies each of the four latency clients sends, one after another."""
 
 
-def dense_body(limit: int = 4 * MIB) -> bytes:
+def dense_body(limit: int = 4 * MIB, pair: bytes = b"[0,0]") -> bytes:
     """Just under `limit` bytes of `{"curves": [[0, 0], ...]}`: about 700,000 small arrays the schema refuses."""
-    pair = b"[0,0],"
-    count = (limit - 64) // len(pair)
-    return b'{"curves":[' + pair * (count - 1) + b"[0,0]]}"
+    count = (limit - 64) // (len(pair) + 1)
+    return b'{"curves":[' + b",".join([pair] * count) + b"]}"
+
+
+def at_the_values_limit(values: int = DEFAULT_MAX_BODY_VALUES) -> bytes:
+    """The densest body the default `max_body_values` lets through: pairs of floats, `values` JSON values in all."""
+    pair = b"[0.5,0.5]"
+    return dense_body(len(pair) * values // 3, pair)
 
 
 async def open_episode(client: httpx.AsyncClient) -> str:
@@ -196,6 +202,13 @@ def main() -> None:
             report_flood(f"memory, {label}", asyncio.run(flood(url, process, body)))
         with served("gridsim-desk", **extra) as (url, _):
             report_latency(f"latency, {label}", asyncio.run(health_latency(url, body)))
+    if lifts_values:
+        densest = at_the_values_limit()
+        with served("gridsim-desk") as (url, _):
+            figures = asyncio.run(health_latency(url, densest))
+        report_latency(
+            f"latency, bodies at the values limit ({len(densest) / 1024:.0f} KiB of float pairs)", figures
+        )
     worst = worst_desk_calls()
     print(
         f"a {worst['huge_bytes'] / MIB:.1f} MiB check_offers (one curve, HE01 listed 1.8 million times): "

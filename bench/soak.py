@@ -4,9 +4,9 @@ The server runs `build_app("gridsim-desk")` under uvicorn in a subprocess on a f
 an asyncio task with its own HTTP client that plays a seeded random mix until the time is up: reads (forecasts,
 the brief, the book), valid submissions (an hour not yet booked), checks, withdraws, schema-breaking calls (a
 string for a price, a missing `hours`, an unknown product), rule-breaking ones (a curve past the price cap, a
-backwards hour range, an hour already booked), an unknown tool, a body that is not standard JSON, and every so
-often end_turn, a call after it, the reward, and a reset into the next task (sometimes closing the episode and
-opening another instead). Every answer is checked against the outcomes that action may have: an answer outside
+backwards hour range, an hour already booked), an unknown tool, a body that is not standard JSON, a cross-site
+post (a foreign Origin, or a body not sent as JSON), and every so often end_turn, a call after it, the reward,
+and a reset into the next task (sometimes closing the episode and opening another instead). Every answer is checked against the outcomes that action may have: an answer outside
 them is counted as unexplained, and so is a request that got no answer at all.
 
 It prints the calls served, the answers by kind (status and error code), p50/p99 latency, and the server's
@@ -186,7 +186,7 @@ async def hostile(episode: Episode) -> None:
     if episode.rng.random() < 0.5:
         name = quote("../../etc/passwd", safe="")  # as RemoteSession sends a tool name: one path segment
         await episode.call("unknown tool", name, {}, frozenset({(422, "unknown_tool")}))
-    else:
+    elif episode.rng.random() < 0.6:
         body = episode.rng.choice([b'{"hours": NaN}', b'{"hours": "HE01", "hours": "HE02"}', b"[" * 5000])
         await episode.send(
             "not standard JSON",
@@ -194,6 +194,18 @@ async def hostile(episode: Episode) -> None:
             f"/episodes/{episode.episode_id}/tools/dam_price_forecast",
             frozenset({(400, "invalid_request")}),
             content=body,
+            headers={"Content-Type": "application/json"},
+        )
+    else:  # what a web page on another site can send: refused before anything runs
+        origin = episode.rng.choice([None, "http://evil.example"])
+        headers = {"Content-Type": "text/plain", **({"Origin": origin} if origin else {})}
+        await episode.send(
+            "cross-site",
+            "POST",
+            f"/episodes/{episode.episode_id}/tools/dam_price_forecast",
+            frozenset({(403 if origin else 415, "invalid_request")}),
+            content=b'{"hours": "all"}',
+            headers=headers,
         )
 
 

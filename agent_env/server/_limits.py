@@ -13,7 +13,7 @@ DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_CALL_TIMEOUT = 20.0
 DEFAULT_MCP_IDLE_TIMEOUT = 120.0
 DEFAULT_BODY_TIMEOUT = 30.0
-DEFAULT_MAX_BODY_VALUES = 100_000
+DEFAULT_MAX_BODY_VALUES = 20_000
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
 """The Host headers a loopback-only server answers to (the MCP SDK's DNS-rebinding defaults, with and without a
 port)."""

@@ -43,7 +43,7 @@ def test_serve_passes_its_options_through(served, monkeypatch):
     assert (served["header_timeout"], served["body_timeout"], served["max_body_values"]) == (
         10.0,
         30.0,
-        100_000,
+        20_000,
     )
     assert served["allowed_origins"] == list(LOOPBACK_ORIGINS)
 
