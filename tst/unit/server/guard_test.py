@@ -1,11 +1,12 @@
-"""The request guard (`_guard.py`): the bearer token, the body size limit and the Host check, each with its error."""
+"""The request guard (`_guard.py`): Host, Origin, the bearer token, JSON bodies and the body limits, each with its
+error; the same judge of headers holds a WebSocket handshake."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent_env.server._guard import host_allowed, origin_allowed
-from agent_env.server._limits import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
+from agent_env.server._guard import host_allowed, judge_headers, origin_allowed
+from agent_env.server._limits import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Limits
 
 pytestmark = pytest.mark.anyio
 
@@ -204,3 +205,25 @@ def test_an_allowed_origin_that_is_not_an_origin_is_refused_at_build_time():
         ValueError, match=r"allowed origin 'app.example.com' is not an origin: write scheme://host"
     ):
         build_app(ToyDesk, allowed_origins=["app.example.com"])
+
+
+def test_the_same_judge_holds_a_websocket_handshake_to_host_origin_and_token():
+    limits = Limits(token=TOKEN, allowed_hosts=LOOPBACK_HOSTS)
+
+    def handshake(**headers: str) -> dict:
+        raw = [(name.lower().encode(), value.encode()) for name, value in headers.items()]
+        return {"type": "websocket", "path": "/ws", "headers": raw}
+
+    good = {"Host": "127.0.0.1:8000", "Authorization": f"Bearer {TOKEN}"}
+    assert judge_headers(handshake(**good), limits) is None
+    assert judge_headers(handshake(**{**good, "Origin": "http://localhost:3000"}), limits) is None
+    refusals = [
+        judge_headers(handshake(**{**good, "Host": "evil.example"}), limits),
+        judge_headers(handshake(**{**good, "Origin": "http://evil.example"}), limits),
+        judge_headers(handshake(Host="127.0.0.1:8000"), limits),
+    ]
+    assert [(refusal.status, refusal.error.code) for refusal in refusals if refusal] == [
+        (421, "invalid_request"),
+        (403, "invalid_request"),
+        (401, "unauthorized"),
+    ]
