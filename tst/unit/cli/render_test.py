@@ -102,7 +102,7 @@ def test_render_under_gptoss_says_the_nested_offer_shape_in_words(invoke):
     result = invoke("render", "--template", "gptoss")
     assert result.exit_code == 0, result.output
     assert (
-        "// Energy offer curves, one per hour set. An array of items, each an object {hours (required;"
+        "// Energy offer curves, one per hour set. An array of at most 24 items, each an object {hours (required;"
         in (result.stdout)
     )
     assert "curves: any[]," in result.stdout  # the type the template writes; the words carry the rest
