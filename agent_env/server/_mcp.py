@@ -37,13 +37,7 @@ from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._http import MCP_SESSION_HEADER, error_response
 from agent_env.server._json import NotJsonError, parse_json, read_json
 from agent_env.server._limits import Limits
-from agent_env.server.errors import (
-    CallTimeoutError,
-    EpisodeNotFoundError,
-    ResetError,
-    ServerUnavailableError,
-    TooManyEpisodesError,
-)
+from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, ResetError, ServerUnavailableError
 
 EPISODE_META_KEY = "agent-env/episode_id"
 """The `_meta` key of every tool result that names the episode the call ran in."""
@@ -245,9 +239,7 @@ async def _episode_for(
             "(agent-env serve --mcp-row '{...}')"
         )
         raise MCPError(code=types.INTERNAL_ERROR, message=f"{error}; {fix}") from error
-    except TooManyEpisodesError as error:
-        raise MCPError(code=types.INTERNAL_ERROR, message=str(error)) from error
-    except AgentEnvError as error:
+    except AgentEnvError as error:  # no room for another episode, the environment failed to build, ...
         raise MCPError(code=types.INTERNAL_ERROR, message=str(error)) from error
 
 
