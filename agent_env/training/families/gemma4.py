@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agent_env.training.families._memo import by_identity
 from agent_env.training.families._restate import sentences, whole
 
 NAME = "gemma4"
@@ -50,6 +51,7 @@ def _top_sentences(schema: Mapping[str, Any], dropped: list[str]) -> list[str]:
     return said
 
 
+@by_identity
 def _property(schema: Any) -> Any:
     """One property: what `format_parameters` shows stays; the rest moves into its description."""
     if not isinstance(schema, Mapping):

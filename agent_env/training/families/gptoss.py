@@ -23,6 +23,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from agent_env.training.families._memo import by_identity
 from agent_env.training.families._restate import sentences, whole
 
 NAME = "gptoss"
@@ -55,6 +56,7 @@ def lower(tool: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": tool["name"], "description": _join(tool["description"], said), "inputSchema": lowered}
 
 
+@by_identity
 def _parameter(schema: Any) -> Any:
     """One top-level parameter: as it is if the template writes all of it, else a plain type and words."""
     if not isinstance(schema, Mapping):
