@@ -25,7 +25,7 @@ from agent_env.schema import (
 from agent_env.schema._validator import format_problems, short
 
 END_TURN = "end_turn"
-"""The tool that ends the model's turn; every environment has it, and TRL shows it with its method schema."""
+"""The tool that ends the model's turn; every environment has it."""
 
 RESERVED_NAMES = frozenset({"reset", "get_reward", "reward", "close"})
 _MARK = "__agent_env_tool__"

@@ -37,7 +37,7 @@ def trl_instance(env: AgentEnv, template: ChatTemplate | None = None) -> Iterato
 
 
 def schema_tools(instance: object) -> list[Any]:
-    """The tools TRL (>= 1.15) renders for an instance: a SchemaTool per tool, `end_turn` as its method."""
+    """The tools TRL (>= 1.15) renders for an instance: a SchemaTool per tool."""
     return discovered_tools(instance)
 
 

@@ -51,7 +51,7 @@ def tool_method(published: dict[str, Any], qualname: str) -> Callable[..., str]:
     """A function `name(self, **arguments)` that calls the tool on the instance's session.
 
     Its signature and annotations say only the basic types, as TRL's method schemas can; it is the fallback that a
-    TRL which took tools from the class would render, and the path `end_turn` takes.
+    TRL which took tools from the class would render.
     """
     name = published["name"]
     schema = published["inputSchema"]

@@ -2,9 +2,9 @@
 
 `plan_tools` decides, per published tool, what its SchemaTool carries: the published tool itself when the template
 shows it exactly, otherwise the template family's lowering, and judges it (`agent_env.training.fidelity`).
-`render_check` then looks at an environment instance the way TRL does: every tool but `end_turn` must be a
-SchemaTool carrying what was judged, `end_turn` its method; the prompt of all tools together must carry each tool's
-judged part; and every tool must be exact or lossless. Otherwise it raises, naming each tool and what it loses.
+`render_check` then looks at an environment instance the way TRL does: every tool, `end_turn` included, must be a
+SchemaTool carrying what was judged; the prompt of all tools together must carry each tool's judged part; and every
+tool must be exact or lossless. Otherwise it raises, naming each tool and what it loses.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_env.errors import AgentEnvError
-from agent_env.tools import END_TURN
 from agent_env.training._tools import SchemaTool
 from agent_env.training.families import Family, lower
 from agent_env.training.fidelity import PROBE, ToolFidelity, entry, tool_fidelity, tool_part
@@ -116,18 +115,11 @@ def _tool_problems(plan: ToolPlan, tool: Any, template: ChatTemplate, prompt: st
     name = plan.published["name"]
     if tool is None:
         return [f"{name}: not found on the environment the way TRL looks for tools"]
-    if name == END_TURN:
-        from transformers.utils import get_json_schema
-
-        method = get_json_schema(tool)["function"]
-        shown = {"name": name, "description": method["description"], "inputSchema": method["parameters"]}
-        fidelity = tool_fidelity(template, shown, None)
-    elif not isinstance(tool, SchemaTool):
+    if not isinstance(tool, SchemaTool):
         return [f"{name}: TRL would call a {type(tool).__name__}, not its SchemaTool"]
-    elif dict(tool) != entry(plan.shown):
+    if dict(tool) != entry(plan.shown):
         return [f"{name}: its SchemaTool does not carry the schema that was checked"]
-    else:
-        shown, fidelity = plan.shown, plan.fidelity
+    shown, fidelity = plan.shown, plan.fidelity
     if not fidelity.shown:
         return [_verdict_problem(fidelity)]
     exact = fidelity.status == "exact"

@@ -11,7 +11,6 @@ from typing import Any
 
 from agent_env.schema import fingerprint
 from agent_env.session import Provider, Session
-from agent_env.tools import END_TURN
 from agent_env.training._methods import tool_method
 from agent_env.training._parsing import prepare_parsing
 from agent_env.training._render_check import discovered_tools, plan_tools, render_check
@@ -28,7 +27,7 @@ MIN_TRL = "1.15"
 class TRLEnvironment:
     """Base of the classes TRL sees: `reset`, `get_reward`, and (in each subclass) one function per tool.
 
-    Each instance sets a `SchemaTool` over every tool function but `end_turn`, so TRL, which lists functions on the
+    Each instance sets a `SchemaTool` over every tool function, `end_turn` included, so TRL, which lists functions on the
     class and fetches each from the instance, renders the schema the render check judged (the published one, or its
     lowering for the template's family) and calls the SchemaTool, which validates against the published schema.
     Nothing here is a property: TRL never evaluates anything by listing the class.
@@ -41,8 +40,6 @@ class TRLEnvironment:
         self._session = session
         for published, shown in zip(self._published, self._shown or self._published, strict=True):
             name = published["name"]
-            if name == END_TURN:
-                continue
             if session.is_async(name):
                 setattr(self, name, AsyncSchemaTool(published, session.acall_tool, shown=shown))
             else:

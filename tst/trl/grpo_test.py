@@ -6,7 +6,6 @@ import inspect
 import json
 
 import pytest
-from transformers.utils import get_json_schema
 
 from agent_env import AgentEnv
 from agent_env.training import SchemaTool
@@ -57,8 +56,8 @@ def test_a_grpo_step_shows_full_schemas_and_scores_with_the_environments_reward(
     first_prompt = script.prompts[0]
     submit = tojson(expected_rendering(ToyDesk.tools["submit_offers"].published()))
     assert submit in first_prompt  # the nested schema, exactly as published
-    end_turn = trainer.environments[0].end_turn
-    assert tojson(get_json_schema(end_turn)) in first_prompt  # end_turn keeps its method schema
+    end_turn = tojson(expected_rendering(ToyDesk.tools["end_turn"].published()))
+    assert end_turn in first_prompt  # end_turn too: its published schema says it takes no arguments
 
     books = [len(environment._session.environment.book) for environment in trainer.environments]
     assert books == [3, 0]  # the valid call reached its environment; the malformed one changed nothing
@@ -81,8 +80,7 @@ def test_a_grpo_step_shows_full_schemas_and_scores_with_the_environments_reward(
 def test_trl_discovers_schema_tools_on_every_pooled_instance(trainer):
     tools = {tool.__name__: tool for tool in trainer._env_tools[None]}
     assert sorted(tools) == sorted(ToyDesk.tools)
-    assert all(isinstance(tools[name], SchemaTool) for name in tools if name != "end_turn")
-    assert inspect.ismethod(tools["end_turn"])
+    assert all(isinstance(tools[name], SchemaTool) for name in tools)
 
 
 def test_asyncgrpo_rollout_loop_discovers_tools_from_a_pickled_factory(tokenizer):

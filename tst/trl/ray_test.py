@@ -11,7 +11,6 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from transformers.utils import get_json_schema
 
 from agent_env import AgentEnv
 from agent_env.errors import ToolArgumentError
@@ -62,9 +61,7 @@ def test_a_grpo_step_on_a_ray_pool_sees_its_schemas_and_scores_with_its_reward(
 
     first_prompt = script.prompts[0]
     for published in ToyDesk.tools.published:  # the in-process schemas, exactly
-        if published["name"] != "end_turn":
-            assert tojson(expected_rendering(published)) in first_prompt
-    assert tojson(get_json_schema(trainer.environments[0].end_turn)) in first_prompt
+        assert tojson(expected_rendering(published)) in first_prompt
 
     episodes = [environment._session.episode_id for environment in trainer.environments]
     assert sorted(episode.split("/")[1] for episode in episodes) == ["0", "1"]  # one per actor
@@ -81,7 +78,7 @@ def test_a_grpo_step_on_a_ray_pool_sees_its_schemas_and_scores_with_its_reward(
 def test_asyncgrpo_rollout_loop_discovers_tools_from_a_pickled_ray_factory(env, tokenizer):
     loop = async_rollout_loop(env, tokenizer)
     tools = {tool.__name__: tool for tool in loop._env_tools[None]}
-    assert all(isinstance(tools[name], SchemaTool) for name in tools if name != "end_turn")
+    assert all(isinstance(tools[name], SchemaTool) for name in tools)
     assert loop.reward_func_names == ["ToyDesk"]
     instance = loop._environment_pool[None][0]
     instance.reset(task="train-0")

@@ -36,25 +36,18 @@ def factory():
     return EnvironmentFactory(LocalProvider(ToyDesk))
 
 
-def test_each_instance_has_a_schema_tool_over_every_tool_but_end_turn(factory):
+def test_each_instance_has_a_schema_tool_over_every_tool_end_turn_included(factory):
     environment = factory()
     tools = {tool.__name__: tool for tool in discovered_tools(environment)}
     assert list(tools) == sorted(ToyDesk.tools)  # TRL lists functions on the class, alphabetically
-    assert all(isinstance(tools[name], SchemaTool) for name in tools if name != "end_turn")
-    assert inspect.ismethod(tools["end_turn"])
+    assert all(isinstance(tools[name], SchemaTool) for name in tools)
 
 
-def test_the_prompt_shows_every_published_schema_and_end_turns_method_schema(factory):
+def test_the_prompt_shows_every_published_schema(factory):
     environment = factory()
     prompt = render_tools(discovered_tools(environment), "qwen3")
     for published in ToyDesk.tools.published:
-        if published["name"] != "end_turn":
-            assert tojson(expected_rendering(published)) in prompt
-    assert tojson(get_json_schema(environment.end_turn)) in prompt
-    assert get_json_schema(environment.end_turn)["function"]["parameters"] == {
-        "type": "object",
-        "properties": {},
-    }
+        assert tojson(expected_rendering(published)) in prompt
 
 
 def test_the_class_methods_still_render_their_method_schemas(factory):
@@ -136,7 +129,7 @@ def test_trl_1_14_is_refused_because_it_would_drop_the_schema_tools(factory, mon
 def test_why_trl_1_14_is_refused_its_discovery_drops_schema_tools(factory):
     environment = factory()
     old_discovery = [name for name, _ in inspect.getmembers(environment, predicate=inspect.ismethod)]
-    assert "submit_offers" not in old_discovery and "end_turn" in old_discovery
+    assert "submit_offers" not in old_discovery and "reset" in old_discovery
 
 
 def test_the_render_check_runs_once_per_process_tool_set_and_template(factory, monkeypatch):
