@@ -120,6 +120,7 @@ class Tool:
         try:
             schema = normalize(raw_schema)
             check_schema(schema)
+            validator = validator_for(schema)
         except (SchemaNormalizationError, ValueError) as error:
             raise ToolDefinitionError(f"tool '{name}': {error}") from None
         return cls(
@@ -127,7 +128,7 @@ class Tool:
             description=options.description or docstring.description,
             input_schema=schema,
             function=function,
-            validator=validator_for(schema),
+            validator=validator,
             convert=convert,
             parameters=frozenset(parameter.name for parameter in tool_parameters(function, name)),
             is_async=inspect.iscoroutinefunction(function),
@@ -152,7 +153,17 @@ def _check_name(name: str) -> None:
         )
 
 
-def _check_explicit_schema(name: str, function: Callable[..., Any], schema: dict[str, Any]) -> None:
+def _check_explicit_schema(name: str, function: Callable[..., Any], schema: Any) -> None:
+    """Check a hand-written schema (JSON values, depth, the metaschema) before anything walks it, then hold it to
+    the method's parameters."""
+    if not isinstance(schema, dict):
+        raise ToolDefinitionError(
+            f"tool '{name}': input_schema must be a JSON Schema object (a dict), not {type(schema).__name__}"
+        )
+    try:
+        check_schema(schema)
+    except ValueError as error:
+        raise ToolDefinitionError(f"tool '{name}': {error}") from None
     if schema.get("type") != "object":
         raise ToolDefinitionError(f'tool \'{name}\': an input_schema must have "type": "object"')
     properties = set(schema.get("properties", {}))

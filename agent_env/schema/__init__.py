@@ -6,17 +6,19 @@ import hashlib
 import json
 from typing import Any
 
-import jsonschema_rs
-
-from agent_env.schema._passes import PASSES, SchemaNormalizationError, normalize
+from agent_env.schema._check import MAX_SCHEMA_DEPTH, SchemaCheckError, check_schema
+from agent_env.schema._passes import MAX_SCHEMA_NODES, PASSES, SchemaNormalizationError, normalize
 from agent_env.schema._signature import ArgumentModel, Docstring, signature_schema, tool_parameters
 from agent_env.schema._validator import ArgumentValidator, json_path, validator_for
 
 __all__ = [
+    "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_NODES",
     "PASSES",
     "ArgumentModel",
     "ArgumentValidator",
     "Docstring",
+    "SchemaCheckError",
     "SchemaNormalizationError",
     "check_schema",
     "fingerprint",
@@ -26,15 +28,6 @@ __all__ = [
     "tool_parameters",
     "validator_for",
 ]
-
-
-def check_schema(schema: dict[str, Any]) -> None:
-    """Raise `ValueError` naming the first place where `schema` breaks the JSON Schema 2020-12 metaschema."""
-    try:
-        jsonschema_rs.meta.validate(schema)
-    except jsonschema_rs.ValidationError as error:
-        where = json_path(error.instance_path) if error.instance_path else "the schema's top level"
-        raise ValueError(f"not a valid JSON Schema (2020-12) at {where}: {error.message}") from None
 
 
 def fingerprint(value: Any) -> str:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
+from agent_env.schema._check import MAX_SCHEMA_DEPTH, schema_place, too_deep
+from agent_env.schema._describe import short
+
 Schema = dict[str, Any]
+Steps = tuple[str | int, ...]
+
+MAX_SCHEMA_NODES = 10_000
+"""The most subschemas a schema may have once its refs are inlined: refs that each use the next twice double at
+every level, and a schema this big would not fit a prompt anyway (the desk's largest tools have 20)."""
 
 # Keywords whose value is a map of names to subschemas, a single subschema, or a list of subschemas.
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -62,28 +70,38 @@ class SchemaNormalizationError(ValueError):
 
 def map_subschemas(schema: Schema, function: Callable[[Schema], Schema]) -> Schema:
     """Return `schema` with `function` applied to each of its direct subschemas (not to `schema` itself)."""
+    return map_subschemas_at(schema, lambda subschema, _: function(subschema))
+
+
+def map_subschemas_at(schema: Schema, function: Callable[[Schema, Steps], Schema]) -> Schema:
+    """`map_subschemas`, telling `function` where each subschema is: `("properties", "n")`, `("anyOf", 0)`."""
     result: Schema = {}
     for keyword, value in schema.items():
         if keyword in _SCHEMA_MAPS and isinstance(value, dict):
-            result[keyword] = {name: _apply(function, sub) for name, sub in value.items()}
+            result[keyword] = {name: _apply(function, sub, (keyword, name)) for name, sub in value.items()}
         elif keyword in _SCHEMA_VALUES:
-            result[keyword] = _apply(function, value)
+            result[keyword] = _apply(function, value, (keyword,))
         elif keyword in _SCHEMA_LISTS and isinstance(value, list):
-            result[keyword] = [_apply(function, sub) for sub in value]
+            result[keyword] = [_apply(function, sub, (keyword, index)) for index, sub in enumerate(value)]
         else:
             result[keyword] = value
     return result
 
 
-def _apply(function: Callable[[Schema], Schema], value: Any) -> Any:
-    return function(value) if isinstance(value, dict) else value  # booleans are schemas too; leave them be
+def _apply(function: Callable[[Schema, Steps], Schema], value: Any, steps: Steps) -> Any:
+    # Booleans are schemas too; leave them be.
+    return function(value, steps) if isinstance(value, dict) else value
 
 
 def inline_refs(schema: Schema) -> Schema:
-    """Inline every local `$ref` (`#/$defs/...`) and drop `$defs`; refuse a recursive type, which cannot be inlined."""
-    definitions = {**schema.get("definitions", {}), **schema.get("$defs", {})}
+    """Inline every local `$ref` (`#/$defs/...`) and drop `$defs`; refuse a recursive type, which cannot be inlined,
+    and a schema whose refs inline to more than `MAX_SCHEMA_DEPTH` levels or `MAX_SCHEMA_NODES` subschemas."""
+    definitions: dict[str, Any] = {}
+    for keyword in ("definitions", "$defs"):
+        if isinstance(schema.get(keyword), dict):
+            definitions.update(schema[keyword])
     root = {keyword: value for keyword, value in schema.items() if keyword not in ("$defs", "definitions")}
-    return _inline(root, definitions, ())
+    return _Inliner(definitions).inline(root, (), ())
 
 
 _ANNOTATIONS = frozenset(
@@ -91,23 +109,63 @@ _ANNOTATIONS = frozenset(
 )
 
 
-def _inline(schema: Schema, definitions: dict[str, Schema], seen: tuple[str, ...]) -> Schema:
-    reference = schema.get("$ref")
-    if reference is None:
-        return map_subschemas(schema, lambda sub: _inline(sub, definitions, seen))
-    name = _definition_name(reference)
-    if name not in definitions:
-        raise SchemaNormalizationError(f"$ref {reference!r} does not point into this schema's $defs")
-    if name in seen:
-        raise SchemaNormalizationError(
-            f"type {name!r} refers to itself, and a recursive type cannot be inlined into a self-contained schema; "
-            "use a non-recursive type, or give the tool an explicit input_schema"
+class _Inliner:
+    """One inlining of refs, counting the subschemas it writes so that refs that multiply stop at a clear error."""
+
+    def __init__(self, definitions: dict[str, Any]) -> None:
+        self.definitions = definitions
+        self.nodes = 0
+        self.outermost_ref: Steps = ()
+
+    def inline(self, schema: Schema, seen: tuple[str, ...], path: Steps) -> Schema:
+        """`schema`, found at `path` while inlining the definitions in `seen`, with its refs inlined."""
+        self.nodes += 1
+        if len(path) > MAX_SCHEMA_DEPTH:
+            raise SchemaNormalizationError(too_deep(path, " once its $refs are inlined"))
+        if self.nodes > MAX_SCHEMA_NODES:
+            raise SchemaNormalizationError(
+                f"{schema_place(self.outermost_ref if seen else path)}: more than {MAX_SCHEMA_NODES:,} subschemas "
+                "once its $refs are inlined; make the types it refers to smaller"
+            )
+        if "$ref" not in schema:
+            return map_subschemas_at(schema, lambda sub, steps: self.inline(sub, seen, (*path, *steps)))
+        if not seen:
+            self.outermost_ref = path
+        resolved = self.inline(
+            self._definition(schema["$ref"], seen, path), (*seen, _name(schema["$ref"], path)), path
         )
-    resolved = _inline(definitions[name], definitions, (*seen, name))
-    siblings = {keyword: value for keyword, value in schema.items() if keyword != "$ref"}
-    if _interfere(siblings.keys() - _ANNOTATIONS, resolved.keys()):  # keep both apart, as 2020-12 reads them
-        return {"allOf": [resolved], **map_subschemas(siblings, lambda sub: _inline(sub, definitions, seen))}
-    return {**resolved, **map_subschemas(siblings, lambda sub: _inline(sub, definitions, seen))}
+        siblings = map_subschemas_at(
+            {keyword: value for keyword, value in schema.items() if keyword != "$ref"},
+            lambda sub, steps: self.inline(sub, seen, (*path, *steps)),
+        )
+        if _interfere(siblings.keys() - _ANNOTATIONS, resolved.keys()):
+            return {"allOf": [resolved], **siblings}  # keep both apart, as 2020-12 reads them
+        return {**resolved, **siblings}
+
+    def _definition(self, reference: Any, seen: tuple[str, ...], path: Steps) -> Schema:
+        """The definition a `$ref` at `path` points to, as an object schema; refusing what cannot be inlined."""
+        name = _name(reference, path)
+        if name not in self.definitions:
+            raise SchemaNormalizationError(
+                f"{schema_place(path)}: $ref {reference!r} does not point into this schema's $defs"
+            )
+        if name in seen:
+            raise SchemaNormalizationError(
+                f"{schema_place(path)}: type {name!r} refers to itself, and a recursive type cannot be inlined into a "
+                "self-contained schema; use a non-recursive type, or give the tool an explicit input_schema"
+            )
+        if len(seen) >= MAX_SCHEMA_DEPTH:
+            raise SchemaNormalizationError(
+                f"{schema_place(path)}: $refs lead to $refs more than {MAX_SCHEMA_DEPTH} deep"
+            )
+        definition = self.definitions[name]
+        if isinstance(definition, bool):  # `true` is the empty schema, `false` the one nothing is valid under
+            return {} if definition else {"not": {}}
+        if not isinstance(definition, dict):
+            raise SchemaNormalizationError(
+                f"{schema_place(path)}: $ref {reference!r} points to {short(definition)}, not a schema"
+            )
+        return definition
 
 
 # Keywords that read their neighbours in the same schema object: `additionalProperties` applies to the properties
@@ -128,12 +186,12 @@ def _interfere(constraining: Collection[str], resolved: Collection[str]) -> bool
     return any(group & set(constraining) and group & set(resolved) for group in _NEIGHBOURS)
 
 
-def _definition_name(reference: str) -> str:
+def _name(reference: Any, path: Steps) -> str:
     for prefix in ("#/$defs/", "#/definitions/"):
-        if reference.startswith(prefix):
+        if isinstance(reference, str) and reference.startswith(prefix):
             return reference[len(prefix) :].replace("~1", "/").replace("~0", "~")
     raise SchemaNormalizationError(
-        f"$ref {reference!r} is not local; only '#/$defs/...' references can be inlined"
+        f"{schema_place(path)}: $ref {reference!r} is not local; only '#/$defs/...' references can be inlined"
     )
 
 

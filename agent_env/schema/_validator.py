@@ -5,17 +5,17 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import reprlib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 import jsonschema_rs
 
 from agent_env.errors import ToolArgumentError
+from agent_env.schema._describe import bulleted, describe, json_path, short
 
-_MAX_ERRORS = 8  # past this the model is better served fixing the first ones and calling again
-_MAX_VALUE_CHARS = 60
+__all__ = ["MAX_DEPTH", "ArgumentValidator", "format_problems", "json_path", "short", "validator_for"]
+
 MAX_DEPTH = 100
 """The deepest nesting of arguments whose errors are described; jsonschema-rs cannot report errors in values
 nested 256 levels deep, and no published schema needs a tenth of this."""
@@ -28,9 +28,10 @@ _KEPT_ITEMS = 32
 class ArgumentValidator:
     """A compiled validator for one input schema; `validate` raises `ToolArgumentError` naming every failing path."""
 
-    __slots__ = ("_kept_items", "_validator")
+    __slots__ = ("_kept_items", "_schema", "_validator")
 
     def __init__(self, schema: dict[str, Any]) -> None:
+        self._schema = schema
         self._validator = jsonschema_rs.validator_for(schema)
         self._kept_items = max([_KEPT_ITEMS, *_min_items(schema)])  # a cut array never falls below a minItems
 
@@ -57,7 +58,7 @@ class ArgumentValidator:
             ]
         try:
             errors = self._validator.iter_errors(checked)
-            found = [*shape.non_finite, *_describe(errors, skip=shape.non_finite_paths())]
+            found = [*shape.non_finite, *describe(errors, self._schema, skip=shape.non_finite_paths())]
         except ValueError as error:  # a value jsonschema-rs cannot read: a set, bytes, a key not a string
             return shape.unrepresentable or [f"(arguments): not JSON values ({error})"]
         if not found:
@@ -145,13 +146,9 @@ class Shape:
 
 def format_problems(tool_name: str, problems: Sequence[str]) -> str:
     """The message a model reads: one line per failing path, capped so it stays short enough to act on."""
-    shown = list(dict.fromkeys(problems))[:_MAX_ERRORS]
-    more = len(set(problems)) - len(shown)
-    lines = [f"Invalid arguments for tool '{tool_name}'; fix these and call it again:"]
-    lines += [f"- {problem}" for problem in shown]
-    if more > 0:
-        lines.append(f"- ... and {more} more")
-    return "\n".join(lines)
+    return "\n".join(
+        [f"Invalid arguments for tool '{tool_name}'; fix these and call it again:", *bulleted(problems)]
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -162,93 +159,3 @@ def _compiled(canonical_schema: str) -> ArgumentValidator:
 def validator_for(schema: dict[str, Any]) -> ArgumentValidator:
     """The compiled validator for `schema`, shared by every tool that publishes the same schema."""
     return _compiled(json.dumps(schema, sort_keys=True))
-
-
-def json_path(path: Iterable[str | int]) -> str:
-    """Write an instance path the way a model reads it: `curves[0].points[1]`."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif part.isidentifier():
-            text += f".{part}" if text else part
-        else:
-            text += f"[{json.dumps(part)}]"
-    return text or "(arguments)"
-
-
-def short(value: Any) -> str:
-    """A JSON rendering of a sent value, cut short so one huge argument cannot flood the message."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=True)
-    except (TypeError, ValueError, RecursionError):
-        text = reprlib.repr(value)
-    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
-
-
-_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name of a Python value (`null` for None)."""
-    return "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
-
-
-def _describe(errors: Iterable[jsonschema_rs.ValidationError], skip: Collection[str] = ()) -> Iterable[str]:
-    """One line per error, leaving out the lines about the paths in `skip` (already described otherwise)."""
-    for error in errors:
-        for line in _describe_one(error):
-            if line.partition(": ")[0] not in skip:
-                yield line
-
-
-def _describe_one(error: jsonschema_rs.ValidationError) -> Iterable[str]:
-    kind, path, sent = error.kind, json_path(error.instance_path), error.instance
-    if isinstance(
-        kind, jsonschema_rs.ValidationErrorKind.AnyOf | jsonschema_rs.ValidationErrorKind.OneOfNotValid
-    ):
-        branch = _closest_branch(kind.context, len(error.instance_path))
-        if branch is not None:
-            yield from _describe(branch)
-            return
-        expected = " or ".join(_branch_summary(branch) for branch in kind.context)
-        yield f"{path}: expected {expected}; got {json_type(sent)} {short(sent)}"
-    elif isinstance(kind, jsonschema_rs.ValidationErrorKind.Type):
-        yield f"{path}: expected {' or '.join(kind.types)}; got {json_type(sent)} {short(sent)}"
-    elif isinstance(kind, jsonschema_rs.ValidationErrorKind.Required):
-        yield f"{path}: missing required property '{kind.property}'"
-    elif isinstance(kind, jsonschema_rs.ValidationErrorKind.Enum):
-        options = ", ".join(json.dumps(option) for option in kind.options)
-        yield f"{path}: expected one of {options}; got {short(sent)}"
-    elif isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
-        names = ", ".join(f"'{name}'" for name in kind.unexpected)
-        yield f"{path}: unknown properties {names}; send only the properties the schema lists"
-    else:
-        message = error.message
-        if len(message) > 2 * _MAX_VALUE_CHARS:
-            message = message.replace(json.dumps(sent, separators=(",", ":")), short(sent))
-        yield f"{path}: {message}"
-
-
-def _closest_branch(branches: list[list[Any]], depth: int) -> list[Any] | None:
-    """Of an anyOf's branches, the one the sent value was evidently meant for: the only one its type fits."""
-    fitting = [branch for branch in branches if not any(_is_type_error_at(error, depth) for error in branch)]
-    return fitting[0] if len(fitting) == 1 else None
-
-
-def _is_type_error_at(error: jsonschema_rs.ValidationError, depth: int) -> bool:
-    return (
-        isinstance(
-            error.kind, jsonschema_rs.ValidationErrorKind.Type | jsonschema_rs.ValidationErrorKind.Constant
-        )
-        and len(error.instance_path) == depth
-    )
-
-
-def _branch_summary(branch: list[Any]) -> str:
-    for error in branch:
-        if isinstance(error.kind, jsonschema_rs.ValidationErrorKind.Type):
-            return " or ".join(error.kind.types)
-    return "another shape"

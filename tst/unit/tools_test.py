@@ -153,7 +153,8 @@ def test_a_recursive_type_is_refused_with_a_way_out():
         return ""
 
     with pytest.raises(
-        ToolDefinitionError, match=r"tool 'f': type 'Node' refers to itself.*explicit input_schema"
+        ToolDefinitionError,
+        match=r"tool 'f': properties.tree.properties.children.items: type 'Node' refers to itself.*explicit input_schema",
     ):
         define(f=tool(f))
 

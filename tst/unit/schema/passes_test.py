@@ -95,3 +95,21 @@ def test_normalize_of_a_pydantic_schema_is_self_contained_and_keeps_meaning_keyw
     }
     assert offer["required"] == ["product", "tag"]
     assert normalized["properties"]["offers"]["minItems"] == 1
+
+
+def test_inline_refs_reads_boolean_definitions_as_the_schemas_they_are():
+    schema = {
+        "$defs": {"Any": True, "None": False},
+        "properties": {
+            "a": {"$ref": "#/$defs/Any", "description": "Anything."},
+            "b": {"$ref": "#/$defs/None"},
+        },
+    }
+    assert inline_refs(schema)["properties"] == {"a": {"description": "Anything."}, "b": {"not": {}}}
+
+
+def test_inline_refs_refuses_a_definition_that_is_no_schema_naming_the_ref():
+    with pytest.raises(
+        SchemaNormalizationError, match=r"^properties.a: \$ref '#/definitions/A' points to 5, not a schema"
+    ):
+        inline_refs({"definitions": {"A": 5}, "properties": {"a": {"$ref": "#/definitions/A"}}})

@@ -1,0 +1,89 @@
+"""Check a schema before anything walks it: JSON values only, nested at most `MAX_SCHEMA_DEPTH` deep, and valid
+under the JSON Schema 2020-12 metaschema, with every problem named by its place."""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+import jsonschema_rs
+
+from agent_env.schema._describe import bulleted, describe, json_path, short
+
+MAX_SCHEMA_DEPTH = 100
+"""The deepest a schema may nest (objects and arrays, refs inlined). Walks over schemas recurse; past this they
+would not stop at a clear error, and a prompt has no use for a schema a tenth this deep."""
+
+_METASCHEMA = "https://json-schema.org/draft/2020-12/schema"
+
+
+class SchemaCheckError(ValueError):
+    """A schema is not a valid JSON Schema (2020-12); the message lists every problem with its place."""
+
+
+def check_schema(schema: Any) -> None:
+    """Raise `SchemaCheckError` naming every place where `schema` is not JSON, nests too deep, or breaks 2020-12."""
+    problems = schema_problems(schema)
+    if len(problems) == 1:
+        raise SchemaCheckError(f"not a valid JSON Schema (2020-12) at {problems[0]}")
+    if problems:
+        raise SchemaCheckError(
+            "\n".join(["not a valid JSON Schema (2020-12); fix these:", *bulleted(problems)])
+        )
+
+
+def schema_problems(schema: Any) -> list[str]:
+    """Every problem of `schema`, one `place: problem` line each; the metaschema is consulted only for JSON."""
+    found = json_problems(schema) or sorted(dict.fromkeys(describe(_metaschema().iter_errors(schema))))
+    return [
+        line.replace("(arguments): ", "the top level: ", 1) if line.startswith("(") else line
+        for line in found
+    ]
+
+
+def json_problems(value: Any) -> list[str]:
+    """Where `value` is not plain JSON (a key not a string, a set, NaN) or nests past `MAX_SCHEMA_DEPTH`.
+
+    Iterative, so no nesting makes it recurse; it stops at the first place nested too deep.
+    """
+    problems: list[str] = []
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        value, path = stack.pop()
+        if len(path) > MAX_SCHEMA_DEPTH:
+            return [*problems, too_deep(path)]
+        if isinstance(value, dict):
+            for key, item in reversed(value.items()):
+                if isinstance(key, str):
+                    stack.append((item, (*path, key)))
+                else:
+                    problems.append(
+                        f"{schema_place(path)}: key {short(key)} is not a string; names are strings"
+                    )
+        elif isinstance(value, list):
+            stack.extend((item, (*path, index)) for index, item in reversed(list(enumerate(value))))
+        elif isinstance(value, float) and not math.isfinite(value):
+            problems.append(
+                f"{schema_place(path)}: expected a finite number; got {value} (JSON has no NaN or Infinity)"
+            )
+        elif not isinstance(value, str | int | float | type(None)):
+            problems.append(f"{schema_place(path)}: {type(value).__name__} is not a JSON value")
+    return problems
+
+
+def too_deep(path: tuple[str | int, ...], why: str = "") -> str:
+    """The problem of a schema that nests past `MAX_SCHEMA_DEPTH` at `path`."""
+    return f"{schema_place(path[:4])}...: nested more than {MAX_SCHEMA_DEPTH} levels deep{why}; flatten it"
+
+
+def schema_place(path: tuple[str | int, ...]) -> str:
+    """Where in a schema `path` is, as a message names it."""
+    return json_path(path) if path else "the top level"
+
+
+@cache
+def _metaschema() -> jsonschema_rs.Validator:
+    """The 2020-12 metaschema as a compiled validator (bundled with jsonschema-rs: no network), checking formats, so
+    a `pattern` that is no regular expression is refused here rather than when its validator is compiled."""
+    return jsonschema_rs.validator_for({"$ref": _METASCHEMA}, validate_formats=True)
