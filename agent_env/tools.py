@@ -10,19 +10,18 @@ from typing import Any, TypeVar, overload
 
 from agent_env.errors import ToolArgumentError, ToolDefinitionError, UnknownToolError
 from agent_env.schema import (
-    ArgumentModel,
     ArgumentValidator,
     Docstring,
     SchemaNormalizationError,
     check_schema,
     fingerprint,
-    json_path,
     normalize,
     signature_schema,
-    tool_parameters,
     validator_for,
 )
-from agent_env.schema._validator import format_problems, short
+from agent_env.schema._describe import got, short, takes
+from agent_env.schema._parameters import ExplicitArguments, Parameters
+from agent_env.schema._validator import format_problems
 
 END_TURN = "end_turn"
 """The tool that ends the model's turn; every environment has it."""
@@ -62,8 +61,11 @@ def tool(
         function: The method, when used bare as `@tool`.
         name: The published name; defaults to the method's name.
         description: The published description; defaults to the docstring (without its Args section).
-        input_schema: An explicit JSON Schema for the arguments, used as published instead of the type hints;
-            its properties must match the method's parameters.
+        input_schema: An explicit JSON Schema for the arguments, published (normalized) and enforced as written
+            instead of the type hints. The method must be able to receive every argument it allows: a parameter
+            per property (`Annotated[..., Field(alias="from")]` for a name that is no Python identifier), or
+            `**kwargs` for the rest; so its top level says `"additionalProperties": false`, or the method takes
+            `**kwargs`. Values reach the method as plain JSON.
     """
     options = ToolOptions(name, description, input_schema)
 
@@ -72,6 +74,10 @@ def tool(
         return method
 
     return mark(function) if function is not None else mark
+
+
+Converter = Callable[[str, dict[str, Any]], dict[str, Any]]
+"""Turns a call's validated arguments (by published name) into the keyword arguments its method takes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,27 +89,29 @@ class Tool:
     input_schema: dict[str, Any]
     function: Callable[..., Any]
     validator: ArgumentValidator
-    convert: ArgumentModel | None
-    parameters: frozenset[str]
+    convert: Converter
     is_async: bool
 
     def published(self) -> dict[str, Any]:
         """The tool as MCP lists it: `name`, `description`, `inputSchema`."""
         return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
 
-    def bind(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Validate a call's arguments against the published schema; return the keyword arguments to call with."""
+    def bind(self, arguments: Any) -> dict[str, Any]:
+        """Validate a call's arguments against the published schema; return the keyword arguments to call with.
+
+        Raises:
+            ToolArgumentError: `arguments` is not a mapping of names to values, or breaks the published schema.
+        """
+        if not isinstance(arguments, Mapping):
+            raise ToolArgumentError(format_problems(self.name, [self._not_an_object(arguments)]))
         arguments = dict(arguments)
-        unknown = arguments.keys() - self.parameters
-        if unknown:
-            takes = ", ".join(sorted(self.parameters)) or "no arguments"
-            problems = [
-                f"{_name(name)}: unknown argument; this tool takes {takes}"
-                for name in sorted(unknown, key=str)
-            ]
-            raise ToolArgumentError(format_problems(self.name, problems))
         self.validator.validate(self.name, arguments)
-        return self.convert(self.name, arguments) if self.convert else arguments
+        return self.convert(self.name, arguments)
+
+    def _not_an_object(self, arguments: Any) -> str:
+        what = takes(self.input_schema, "arguments")
+        what += ": send {}" if what == "takes no arguments" else ""
+        return f"(arguments): expected an object of named arguments (this tool {what}); got {got(arguments)}"
 
     @classmethod
     def from_function(cls, function: Callable[..., Any], options: ToolOptions) -> Tool:
@@ -111,12 +119,7 @@ class Tool:
         name = options.name or function.__name__
         _check_name(name)
         docstring = Docstring.parse(function)
-        convert: ArgumentModel | None
-        if options.input_schema is not None:
-            raw_schema, convert = options.input_schema, None
-            _check_explicit_schema(name, function, raw_schema)
-        else:
-            raw_schema, convert = signature_schema(function, name)
+        raw_schema, convert = _schema_and_converter(function, name, options.input_schema, docstring)
         try:
             schema = normalize(raw_schema)
             check_schema(schema)
@@ -130,14 +133,30 @@ class Tool:
             function=function,
             validator=validator,
             convert=convert,
-            parameters=frozenset(parameter.name for parameter in tool_parameters(function, name)),
             is_async=inspect.iscoroutinefunction(function),
         )
 
 
-def _name(argument: object) -> str:
-    """An argument's name as a message shows it: a path, as the validator writes one; quoted and cut if long."""
-    return json_path([argument]) if isinstance(argument, str) and len(argument) <= 60 else short(argument)
+def _schema_and_converter(
+    function: Callable[..., Any], name: str, explicit: Any, docstring: Docstring
+) -> tuple[dict[str, Any], Converter]:
+    """The raw schema a tool publishes and its converter: from the type hints, or from an explicit schema, which is
+    checked (JSON values, depth, the metaschema) before anything walks it, then held to the method's parameters."""
+    if explicit is None:
+        return signature_schema(function, name, docstring)
+    if not isinstance(explicit, dict):
+        raise ToolDefinitionError(
+            f"tool '{name}': input_schema must be a JSON Schema object (a dict), not {type(explicit).__name__}"
+        )
+    try:
+        check_schema(explicit)
+    except ValueError as error:
+        raise ToolDefinitionError(f"tool '{name}': {error}") from None
+    if explicit.get("type") != "object":
+        raise ToolDefinitionError(f'tool \'{name}\': an input_schema must have "type": "object"')
+    parameters = Parameters.of(function, name)
+    parameters.check_explicit(explicit)
+    return explicit, ExplicitArguments(parameters.python_names())
 
 
 def _check_name(name: str) -> None:
@@ -151,35 +170,6 @@ def _check_name(name: str) -> None:
         raise ToolDefinitionError(
             f"tool name {name!r} is reserved for the episode's control; rename the tool"
         )
-
-
-def _check_explicit_schema(name: str, function: Callable[..., Any], schema: Any) -> None:
-    """Check a hand-written schema (JSON values, depth, the metaschema) before anything walks it, then hold it to
-    the method's parameters."""
-    if not isinstance(schema, dict):
-        raise ToolDefinitionError(
-            f"tool '{name}': input_schema must be a JSON Schema object (a dict), not {type(schema).__name__}"
-        )
-    try:
-        check_schema(schema)
-    except ValueError as error:
-        raise ToolDefinitionError(f"tool '{name}': {error}") from None
-    if schema.get("type") != "object":
-        raise ToolDefinitionError(f'tool \'{name}\': an input_schema must have "type": "object"')
-    properties = set(schema.get("properties", {}))
-    parameters = {p.name: p for p in tool_parameters(function, name)}
-    if properties != parameters.keys():
-        raise ToolDefinitionError(
-            f"tool '{name}': input_schema properties {sorted(properties)} must match the method's parameters "
-            f"{sorted(parameters)}"
-        )
-    required = set(schema.get("required", []))
-    for parameter in parameters.values():
-        if parameter.default is inspect.Parameter.empty and parameter.name not in required:
-            raise ToolDefinitionError(
-                f"tool '{name}': parameter '{parameter.name}' has no default, so input_schema must list it in "
-                "'required' (or give the parameter a default)"
-            )
 
 
 class ToolSet(Mapping[str, Tool]):

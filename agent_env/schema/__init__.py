@@ -7,8 +7,14 @@ import json
 from typing import Any
 
 from agent_env.schema._check import MAX_SCHEMA_DEPTH, SchemaCheckError, check_schema
-from agent_env.schema._passes import MAX_SCHEMA_NODES, PASSES, SchemaNormalizationError, normalize
-from agent_env.schema._signature import ArgumentModel, Docstring, signature_schema, tool_parameters
+from agent_env.schema._passes import (
+    MAX_SCHEMA_NODES,
+    PASSES,
+    SchemaNormalizationError,
+    close_objects,
+    normalize,
+)
+from agent_env.schema._signature import ArgumentModel, Docstring, signature_schema
 from agent_env.schema._validator import ArgumentValidator, json_path, validator_for
 
 __all__ = [
@@ -21,11 +27,11 @@ __all__ = [
     "SchemaCheckError",
     "SchemaNormalizationError",
     "check_schema",
+    "close_objects",
     "fingerprint",
     "json_path",
     "normalize",
     "signature_schema",
-    "tool_parameters",
     "validator_for",
 ]
 

@@ -195,6 +195,15 @@ def _name(reference: Any, path: Steps) -> str:
     )
 
 
+def close_objects(schema: Schema) -> Schema:
+    """Say `"additionalProperties": false` on every object schema that lists properties and says nothing of other
+    keys: what pydantic's default (`extra="ignore"`) would drop without a word is refused instead, and shown so."""
+    lists_keys = "properties" in schema or "patternProperties" in schema
+    if lists_keys and not {"additionalProperties", "unevaluatedProperties"} & schema.keys():
+        schema = {**schema, "additionalProperties": False}
+    return map_subschemas(schema, close_objects)
+
+
 def drop_noise(schema: Schema) -> Schema:
     """Drop generated titles and other annotations that carry no meaning for the model."""
     kept = {keyword: value for keyword, value in schema.items() if keyword not in _NOISE}

@@ -9,20 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import docstring_parser
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from agent_env.errors import ToolArgumentError, ToolDefinitionError
+from agent_env.schema._parameters import Parameters
+from agent_env.schema._passes import close_objects
 from agent_env.schema._validator import format_problems, json_path
-
-_REFUSED_KINDS = {
-    inspect.Parameter.VAR_POSITIONAL: "takes *{name}; a tool's arguments are named JSON properties, so declare each "
-    "one as a parameter (or take one list parameter)",
-    inspect.Parameter.VAR_KEYWORD: "takes **{name}; declare each argument as a named parameter, or give the tool an "
-    "explicit input_schema and parameters matching its properties",
-    inspect.Parameter.POSITIONAL_ONLY: "has positional-only parameter '{name}'; tools are called with keyword "
-    "arguments, so remove the '/' from the signature",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +41,8 @@ class ArgumentModel:
     """Turns validated JSON arguments into the Python values a tool function takes (pydantic models and all)."""
 
     model: type[BaseModel]
+    python_names: dict[str, str]
+    """Each parameter's Python name, by the name it is published under."""
 
     def __call__(self, tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -55,22 +50,26 @@ class ArgumentModel:
         except ValidationError as error:  # a model's own validators: still the caller's mistake to fix
             problems = [f"{json_path(item['loc'])}: {item['msg']}" for item in error.errors()]
             raise ToolArgumentError(format_problems(tool_name, problems)) from None
-        return {name: getattr(instance, name) for name in arguments}
+        return {self.python_names[name]: getattr(instance, self.python_names[name]) for name in arguments}
 
 
-def tool_parameters(function: Callable[..., Any], tool_name: str) -> list[inspect.Parameter]:
-    """The parameters a tool method takes after `self`; refuses what cannot be a JSON argument, saying why."""
-    parameters = list(inspect.signature(function).parameters.values())[1:]
-    for parameter in parameters:
-        if parameter.kind in _REFUSED_KINDS:
-            reason = _REFUSED_KINDS[parameter.kind].format(name=parameter.name)
-            raise ToolDefinitionError(f"tool '{tool_name}' {reason}")
-    return parameters
+def signature_schema(
+    function: Callable[..., Any], tool_name: str, docstring: Docstring | None = None
+) -> tuple[dict[str, Any], ArgumentModel]:
+    """The raw JSON Schema of a tool method's parameters, and the model that converts arguments for it.
 
-
-def signature_schema(function: Callable[..., Any], tool_name: str) -> tuple[dict[str, Any], ArgumentModel]:
-    """The raw JSON Schema of a tool method's parameters, and the model that converts arguments for it."""
-    docstring = Docstring.parse(function)
+    Every object in it that lists properties says `"additionalProperties": false` unless its type says otherwise
+    (`extra="allow"`, a `dict`): an unknown key is refused, and the schema shows it, at every level. Parameters are
+    described from `docstring` (by default, the function's own).
+    """
+    docstring = docstring or Docstring.parse(function)
+    parameters = Parameters.of(function, tool_name)
+    if parameters.rest is not None:
+        raise ToolDefinitionError(
+            f"tool '{tool_name}' takes **{parameters.rest}; declare each argument as a named parameter (a name that "
+            'is not an identifier: Annotated[str, Field(alias="from")]), or give the tool an explicit input_schema '
+            "whose other properties **" + parameters.rest + " receives"
+        )
     try:
         hints = typing.get_type_hints(function, include_extras=True)
     except Exception as error:
@@ -78,7 +77,7 @@ def signature_schema(function: Callable[..., Any], tool_name: str) -> tuple[dict
             f"tool '{tool_name}': its type hints cannot be resolved ({error})"
         ) from None
     fields: dict[str, Any] = {}
-    for parameter in tool_parameters(function, tool_name):
+    for parameter in parameters.named.values():
         if parameter.name not in hints:
             raise ToolDefinitionError(
                 f"tool '{tool_name}': parameter '{parameter.name}' has no type hint; annotate it "
@@ -89,14 +88,13 @@ def signature_schema(function: Callable[..., Any], tool_name: str) -> tuple[dict
         )
     name = "".join(part.capitalize() for part in tool_name.split("_")) + "Arguments"
     try:
-        model = create_model(name, **fields)
+        model = create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
         schema = model.model_json_schema()
     except Exception as error:
         raise ToolDefinitionError(
             f"tool '{tool_name}': its parameters have no JSON Schema ({error})"
         ) from None
-    # Unknown top-level arguments are refused by `Tool.bind`, which costs the prompt nothing.
-    return schema, ArgumentModel(model)
+    return close_objects(schema), ArgumentModel(model, parameters.python_names())
 
 
 def _field(annotation: Any, parameter: inspect.Parameter, described: str | None) -> tuple[Any, FieldInfo]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import keyword
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -37,7 +38,11 @@ def basic_type(schema: dict[str, Any]) -> Any:
 
 def method_docstring(published: dict[str, Any]) -> str:
     """A Google docstring carrying the tool's description and one line per argument."""
-    properties = published["inputSchema"].get("properties", {})
+    properties = {
+        name: schema
+        for name, schema in published["inputSchema"].get("properties", {}).items()
+        if name.isidentifier() and not keyword.iskeyword(name)
+    }
     lines = [published["description"] or published["name"].replace("_", " ")]
     if properties:
         lines += ["", "Args:"]
@@ -63,6 +68,8 @@ def tool_method(published: dict[str, Any], qualname: str) -> Callable[..., str]:
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     annotations: dict[str, Any] = {}
     for argument, argument_schema in schema.get("properties", {}).items():
+        if not argument.isidentifier() or keyword.iskeyword(argument):
+            continue  # no Python parameter can be called `from`; `**arguments` still takes it
         hint = basic_type(argument_schema)
         default = inspect.Parameter.empty if argument in required else argument_schema.get("default")
         parameters.append(

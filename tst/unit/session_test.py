@@ -144,3 +144,27 @@ def test_a_provider_opens_fresh_isolated_sessions():
     assert first.reward() == 0.5 and second.reward() == 0.0
     assert provider.tools() == ToyDesk.tools.published
     assert provider.dataset_rows("test")[1]["task"] == "test-1"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "got"),
+    [
+        ([["curves", []]], 'got array [["curves", []]]'),
+        ('{"curves": []}', 'got string "{\\"curves\\": []}"'),
+        (None, "got null"),
+        (7, "got integer 7"),
+    ],
+    ids=["list of pairs", "JSON text", "None", "number"],
+)
+def test_arguments_that_are_not_a_mapping_are_refused_saying_what_to_send(session, arguments, got):
+    before = copy.deepcopy(vars(session.environment))
+    for call in (session.call_tool, lambda *a: asyncio.run(session.acall_tool(*a))):
+        with pytest.raises(ToolArgumentError) as refused:
+            call("submit_offers", arguments)
+        assert str(refused.value).splitlines() == [
+            "Invalid arguments for tool 'submit_offers'; fix these and call it again:",
+            f"- (arguments): expected an object of named arguments (this tool takes as_offers, curves); {got}",
+        ]
+    with pytest.raises(ToolArgumentError, match=r"\(this tool takes no arguments: send \{\}\); got null"):
+        session.call_tool("battery_status", None)
+    assert vars(session.environment) == before

@@ -127,7 +127,7 @@ def test_tool_names_that_are_not_tools_are_unknown(session, name):
         ({"__class__": 1}, "- __class__: unknown argument; this tool takes bands, hours"),
         ({"../../etc/passwd": 1}, '- ["../../etc/passwd"]: unknown argument; this tool takes bands, hours'),
         ({"self": 1}, "- self: unknown argument; this tool takes bands, hours"),
-        ({1: "a", "hours": "all"}, "- 1: unknown argument; this tool takes bands, hours"),
+        ({1: "a", "hours": "all"}, "- (arguments): key 1 is not a string"),
         ({"n" * 10_000: 1}, f'- "{"n" * 56}...: unknown argument; this tool takes bands, hours'),
     ],
 )

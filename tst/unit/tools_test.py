@@ -51,6 +51,7 @@ def test_an_explicit_input_schema_is_published_as_given_after_normalization():
         "type": "object",
         "properties": {"n": {"type": "integer", "minimum": 1, "title": "N"}},
         "required": ["n"],
+        "additionalProperties": False,
     }
 
     def count(self, n):
@@ -61,6 +62,7 @@ def test_an_explicit_input_schema_is_published_as_given_after_normalization():
         "type": "object",
         "properties": {"n": {"type": "integer", "minimum": 1}},
         "required": ["n"],
+        "additionalProperties": False,
     }
 
 
@@ -95,7 +97,10 @@ def unannotated(self, n) -> str: ...
     [
         (star_args, r"tool 'f' takes \*values; .* declare each one as a parameter"),
         (star_kwargs, r"tool 'f' takes \*\*extra; declare each argument as a named parameter"),
-        (positional_only, r"tool 'f' has positional-only parameter 'n'; .* remove the '/'"),
+        (
+            positional_only,
+            r"tool 'f' has positional-only parameter 'n'; .* move the '/' to just after the receiver",
+        ),
         (unannotated, r"tool 'f': parameter 'n' has no type hint; annotate it"),
     ],
 )

@@ -72,7 +72,7 @@ def test_stock_shows_what_gemma4_and_gptoss_drop_without_lowering(invoke):
     assert {"curves[].hours.anyOf", "curves[].points.minItems", "as_offers[].mw.minimum"} <= set(
         submit["lost"]
     )
-    assert gemma4["price_history"]["lost"][:2] == ["days.minimum", "days.maximum"]
+    assert gemma4["price_history"]["lost"][:3] == ["additionalProperties", "days.minimum", "days.maximum"]
     assert {"curves.items", "as_offers.items"} <= set(gptoss["submit_dam_offers"]["lost"])  # any[]
     assert "days.minimum" in gptoss["price_history"]["lost"]
 
@@ -107,7 +107,8 @@ def test_the_token_table_counts_method_schemas_against_published_ones(matrix, in
     tokens = {row["tool"]: row for row in matrix["tokens"]["tools"]}
     assert matrix["tokens"]["template"] == "qwen3"
     assert tokens["submit_dam_offers"]["full"] > 3 * tokens["submit_dam_offers"]["lossy"]
-    assert tokens["end_turn"]["full"] == tokens["end_turn"]["lossy"]  # its method schema is its published one
+    # end_turn's method schema differs from its published one only by `"additionalProperties": false`
+    assert 0 < tokens["end_turn"]["full"] - tokens["end_turn"]["lossy"] <= 6
     assert (
         matrix["tokens"]["total"]["full"]
         > matrix["tokens"]["total"]["lossy"]

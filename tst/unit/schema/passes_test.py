@@ -3,7 +3,7 @@
 import pytest
 
 from agent_env.schema import SchemaNormalizationError, normalize
-from agent_env.schema._passes import drop_noise, inline_refs, order_keywords
+from agent_env.schema._passes import close_objects, drop_noise, inline_refs, order_keywords
 
 
 def test_inline_refs_replaces_every_ref_and_drops_defs():
@@ -106,6 +106,29 @@ def test_inline_refs_reads_boolean_definitions_as_the_schemas_they_are():
         },
     }
     assert inline_refs(schema)["properties"] == {"a": {"description": "Anything."}, "b": {"not": {}}}
+
+
+def test_close_objects_closes_what_lists_properties_and_leaves_what_says_otherwise():
+    schema = {
+        "type": "object",
+        "properties": {
+            "model": {"type": "object", "properties": {"x": {}}},
+            "open": {"type": "object", "properties": {"x": {}}, "additionalProperties": True},
+            "mapping": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "patterned": {"type": "object", "patternProperties": {"^a": {}}},
+            "anything": {"type": "object"},
+        },
+        "$defs": {"D": {"type": "object", "properties": {}}},
+    }
+    closed = close_objects(schema)
+    assert closed["additionalProperties"] is False
+    assert closed["$defs"]["D"]["additionalProperties"] is False
+    properties = closed["properties"]
+    assert properties["model"]["additionalProperties"] is False
+    assert properties["patterned"]["additionalProperties"] is False
+    assert properties["open"]["additionalProperties"] is True
+    assert properties["mapping"]["additionalProperties"] == {"type": "integer"}
+    assert "additionalProperties" not in properties["anything"]
 
 
 def test_inline_refs_refuses_a_definition_that_is_no_schema_naming_the_ref():

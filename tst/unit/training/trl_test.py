@@ -5,9 +5,11 @@ import inspect
 import json
 import pickle
 import sys
+from typing import Annotated
 
 import pytest
 import transformers.tokenization_utils_base as tokenization
+from pydantic import Field
 from transformers.utils import get_json_schema
 
 from agent_env import Environment, LocalProvider, ToolArgumentError, tool
@@ -48,6 +50,9 @@ def test_the_prompt_shows_every_published_schema(factory):
     prompt = render_tools(discovered_tools(environment), "qwen3")
     for published in ToyDesk.tools.published:
         assert tojson(expected_rendering(published)) in prompt
+    # end_turn's method schema could not say that it takes no arguments; its SchemaTool does.
+    assert ToyDesk.tools["end_turn"].input_schema["additionalProperties"] is False
+    assert "additionalProperties" not in get_json_schema(type(environment).end_turn)["function"]["parameters"]
 
 
 def test_the_class_methods_still_render_their_method_schemas(factory):
@@ -220,13 +225,16 @@ def test_a_template_that_loses_keywords_even_lowered_is_refused_naming_tool_and_
     lines = {line.split(":")[0]: line for line in message.splitlines() if line.startswith("- ")}
     assert "curves.items" in lines["- submit_offers"] and "as_offers.anyOf" in lines["- submit_offers"]
     assert "text.maxLength" in lines["- write_note"]
-    assert "- battery_status" not in lines and "- end_turn" not in lines  # nothing to lose: not named
+    # A tool without arguments loses only that it refuses them.
+    assert lines["- battery_status"] == lines["- end_turn"].replace("end_turn", "battery_status")
+    assert lines["- end_turn"] == "- end_turn: loses additionalProperties"
 
 
 KEYWORD_NAMED = {
     "type": "object",
     "properties": {"type": {"type": "string", "description": "The kind of note."}},
     "required": ["type"],
+    "additionalProperties": False,
 }
 
 
@@ -299,3 +307,34 @@ def test_without_trl_loaded_the_default_check_is_silent(monkeypatch, caplog):
     with caplog.at_level("WARNING", logger="agent_env"):
         EnvironmentFactory(LocalProvider(ToyDesk))()
     assert not [record for record in caplog.records if record.levelname == "WARNING"]
+
+
+class Routes(Environment):
+    def reset(self, **row):
+        return "Route something."
+
+    def reward(self):
+        return 0.0
+
+    @tool
+    def route(self, from_: Annotated[str, Field(alias="from")], to: str) -> str:
+        """Route a trip.
+
+        Args:
+            from_: Where from.
+            to: Where to.
+        """
+        return f"{from_} -> {to}"
+
+
+def test_a_property_that_is_no_python_name_is_shown_and_taken_by_the_factory():
+    environment = EnvironmentFactory(LocalProvider(Routes))()  # the render check included
+    environment.reset()
+    assert environment.route(**{"from": "OSL", "to": "BGO"}) == "OSL -> BGO"
+    assert "from" in Routes.tools["route"].input_schema["required"]
+    with pytest.raises(ToolArgumentError, match="missing required property 'from'"):
+        environment.route(to="BGO")
+    # The fallback method schema (what a TRL that took tools from the class would show) leaves out what no
+    # Python parameter can be called, and the method still takes it.
+    method = type(environment).route
+    assert list(get_json_schema(method)["function"]["parameters"]["properties"]) == ["to"]

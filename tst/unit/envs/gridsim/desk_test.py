@@ -72,6 +72,12 @@ def test_submit_publishes_the_nested_offer_schema():
     }
     assert offer["properties"]["product"]["enum"] == ["regup", "regdn", "rrspfr", "rrsffr", "ecrs", "nspin"]
     assert offer["properties"]["mw"] == {"type": "number", "minimum": 0}
+    assert (
+        schema["additionalProperties"]
+        is curve["additionalProperties"]
+        is offer["additionalProperties"]
+        is False
+    )
     assert GridSimDesk.tools["check_offers"].input_schema == schema
 
 
