@@ -24,7 +24,7 @@ from agent_env.schema._parameters import ExplicitArguments, Parameters
 from agent_env.schema._validator import format_problems
 
 END_TURN = "end_turn"
-"""The tool that ends the model's turn; every environment has it."""
+"""The tool that ends the model's turn; every environment has it (an override keeps its description)."""
 
 RESERVED_NAMES = frozenset({"reset", "get_reward", "reward", "close"})
 _MARK = "__agent_env_tool__"
@@ -114,11 +114,17 @@ class Tool:
         return f"(arguments): expected an object of named arguments (this tool {what}); got {got(arguments)}"
 
     @classmethod
-    def from_function(cls, function: Callable[..., Any], options: ToolOptions) -> Tool:
-        """Build a tool from a method and its decorator options; raise `ToolDefinitionError` saying what is wrong."""
+    def from_function(
+        cls, function: Callable[..., Any], options: ToolOptions, documented: Callable[..., Any] | None = None
+    ) -> Tool:
+        """Build a tool from a method and its decorator options; raise `ToolDefinitionError` saying what is wrong.
+
+        `documented` is the function whose docstring describes the tool when `function` has none (an override
+        keeps the description of the method it overrides).
+        """
         name = options.name or function.__name__
         _check_name(name)
-        docstring = Docstring.parse(function)
+        docstring = Docstring.parse(documented or function)
         raw_schema, convert = _schema_and_converter(function, name, options.input_schema, docstring)
         try:
             schema = normalize(raw_schema)
@@ -197,7 +203,7 @@ class ToolSet(Mapping[str, Tool]):
                 raise ToolDefinitionError(
                     f"tool '{attribute}' must be a plain method, not {type(function).__name__}"
                 )
-            tools.append(Tool.from_function(function, tool_options))
+            tools.append(Tool.from_function(function, tool_options, _documented(environment, attribute)))
         names = [tool.name for tool in tools]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
@@ -219,3 +225,12 @@ class ToolSet(Mapping[str, Tool]):
 
     def __len__(self) -> int:
         return len(self._tools)
+
+
+def _documented(environment: type, attribute: str) -> Callable[..., Any] | None:
+    """The nearest definition of a tool method, in `environment` or its bases, that has a docstring."""
+    for base in environment.__mro__:
+        function = vars(base).get(attribute)
+        if inspect.isfunction(function) and function.__doc__:
+            return function
+    return None

@@ -171,3 +171,19 @@ def test_an_override_of_a_tool_stays_a_tool():
             return "closed"
 
     assert Closing.tools["end_turn"].description == "Close the book."
+
+
+def test_an_override_without_a_docstring_keeps_the_description_it_overrides():
+    class Quiet(ToyDesk):
+        def end_turn(self) -> str:
+            return "done"
+
+    class Quieter(Quiet):
+        @tool
+        def battery_status(self) -> dict[str, float]:
+            return {}
+
+    assert Quiet.tools["end_turn"].description == Environment.tools["end_turn"].description != ""
+    assert Quieter.tools["end_turn"].description == Environment.tools["end_turn"].description
+    assert Quieter.tools["battery_status"].description == ToyDesk.tools["battery_status"].description != ""
+    assert Quieter().end_turn() == "done"
