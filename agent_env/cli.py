@@ -105,9 +105,11 @@ def serve(
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve ENVIRONMENT over HTTP: MCP at /mcp, the episode control API beside it (see docs/server.md)."""
+    from agent_env.envs import search_working_directory
     from agent_env.server._serve import parse_config, parse_row
     from agent_env.server._serve import serve as run_server
 
+    search_working_directory()  # as tools, render and check do
     try:
         options = parse_config(config or [])
         run_server(

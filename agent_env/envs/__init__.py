@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
 from agent_env.environment import Environment
 
@@ -27,3 +29,10 @@ def load_environment(name: str) -> type[Environment]:
     if not (isinstance(environment, type) and issubclass(environment, Environment)):
         raise LookupError(f"{reference!r} is not an agent_env Environment subclass")
     return environment
+
+
+def search_working_directory() -> None:
+    """Let a `module:Class` reference name a module in the working directory, as `python -m` does; for commands,
+    which an installed entry point starts without the working directory on `sys.path`."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 from agent_env._agent_env import AgentEnv
+from agent_env.envs import search_working_directory
 
 
 def is_url(target: str) -> bool:
@@ -23,6 +21,5 @@ def open_environment(target: str, *, token: str | None = None) -> AgentEnv:
     """
     if is_url(target):
         return AgentEnv.connect(target, token=token)
-    if os.getcwd() not in sys.path:  # like `python -m`, find `module:Class` in the working directory
-        sys.path.insert(0, os.getcwd())
+    search_working_directory()
     return AgentEnv.local(target)
