@@ -1,0 +1,73 @@
+"""The README's "Write an environment" section is true: its class and session code run as shown, and the errors it
+quotes are the ones agent_env raises, word for word."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_env import AgentEnv, Environment, ToolArgumentError, ToolDefinitionError, tool
+
+
+def fenced(text: str) -> list[tuple[str, str]]:
+    """The fenced blocks of a Markdown text: (language, content)."""
+    blocks: list[tuple[str, str]] = []
+    language = None
+    for line in text.splitlines(keepends=True):
+        if language is None and line.startswith("```"):
+            language, content = line[3:].strip(), ""
+        elif language is not None and line.rstrip() == "```":
+            blocks.append((language, content))
+            language = None
+        elif language is not None:
+            content += line
+    return blocks
+
+
+README = (Path(__file__).parents[2] / "README.md").read_text()
+SECTION = README[README.index("## Write an environment") : README.index("## Serve an environment")]
+PYTHON = [content for language, content in fenced(SECTION) if language == "python"]
+QUOTED = [content for language, content in fenced(SECTION) if language == ""]
+
+
+@pytest.fixture
+def desks(tmp_path, monkeypatch) -> Iterator[dict[str, Any]]:
+    """The README's environment, saved as `desks.py` and imported by name, as the README says to."""
+    (tmp_path / "desks.py").write_text(PYTHON[0])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "desks", raising=False)
+    namespace = {"AgentEnv": AgentEnv}
+    exec("from desks import Desk", namespace)
+    yield namespace
+    sys.modules.pop("desks", None)
+
+
+def test_the_environment_and_session_code_run_as_shown(desks, capsys):
+    exec(PYTHON[1], desks)  # the README's own code
+    assert capsys.readouterr().out == "0.1\n"
+    assert AgentEnv.local("desks:Desk").tools() == AgentEnv.local(desks["Desk"]).tools()
+
+
+def test_the_quoted_unknown_key_refusal_is_what_the_session_says(desks):
+    env = AgentEnv.local(desks["Desk"])
+    with env.open() as session:
+        session.reset()
+        with pytest.raises(ToolArgumentError) as refused:
+            session.call_tool(
+                "submit", {"curves": [{"hour": "HE07", "hours": "HE07", "points": [[0, 1], [1, 2]]}]}
+            )
+    assert str(refused.value) + "\n" == QUOTED[0]
+
+
+def test_the_quoted_schema_refusal_is_what_definition_says():
+    def lookup(self, city=None) -> str:
+        return ""
+
+    schema = {"type": "object", "properties": {"city": {"type": "strin"}}, "required": True}
+    with pytest.raises(ToolDefinitionError) as refused:
+        type("Lookup", (Environment,), {"lookup": tool(input_schema=schema)(lookup)})
+    assert str(refused.value) + "\n" == QUOTED[1]
