@@ -300,7 +300,10 @@ class RaySession(Session):
         return observation
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
-        result: str = self._episode_request("call", name, dict(arguments), action=f"tool '{name}'")
+        body = (
+            dict(arguments) if isinstance(arguments, Mapping) else arguments
+        )  # the actor's session judges it
+        result: str = self._episode_request("call", name, body, action=f"tool '{name}'")
         return result
 
     def reward(self) -> float:

@@ -150,13 +150,13 @@ class EpisodeRegistry:
         async with self._use(episode_id, CONTROL) as episode:
             return await self._reset(episode, row)
 
-    async def call(self, episode_id: str, name: str, arguments: Mapping[str, Any]) -> str:
+    async def call(self, episode_id: str, name: str, arguments: Any) -> str:
         """Validate and run one tool call, as `LocalSession.call_tool` does; return its text."""
         async with self._use(episode_id, CONTROL) as episode:
             return await self._call(episode, name, arguments)
 
     async def call_and_score(
-        self, episode_id: str, name: str, arguments: Mapping[str, Any], surface: Surface = CONTROL
+        self, episode_id: str, name: str, arguments: Any, surface: Surface = CONTROL
     ) -> tuple[str, float | None]:
         """`call`, and the episode's reward if that call ended it (`end_turn`), read in the same turn.
 
@@ -213,7 +213,7 @@ class EpisodeRegistry:
                 logger.info("agent_env: episode %s idled out", episode.id)
                 self._discard(episode)
 
-    async def _call(self, episode: Episode, name: str, arguments: Mapping[str, Any]) -> str:
+    async def _call(self, episode: Episode, name: str, arguments: Any) -> str:
         session = _session(episode)
         action = f"tool '{name}'"
         with _failures_reported(action, episode):

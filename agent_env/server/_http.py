@@ -118,7 +118,7 @@ class ControlApi:
 
     async def call(self, request: Request) -> Response:
         """`POST /episodes/{id}/tools/{name}` (body: the arguments): the tool's result text."""
-        arguments = await json_object(request, "the tool's arguments")
+        arguments = await json_value(request, "the tool's arguments")  # the session judges any JSON value
         result = await self.episodes.call(
             request.path_params["episode_id"], request.path_params["name"], arguments
         )
@@ -134,15 +134,20 @@ class ControlApi:
         return Response(status_code=204)
 
 
-async def json_object(request: Request, what: str) -> dict[str, Any]:
-    """The request body as a JSON object; an empty body is `{}`."""
+async def json_value(request: Request, what: str) -> Any:
+    """The request body as a JSON value; an empty body is `{}`."""
     body = await request.body()
     if not body.strip():
         return {}
     try:
-        value = await parse_json(body)
+        return await parse_json(body)
     except NotJsonError as error:
         raise InvalidRequestError(f"the body must be a JSON object ({what}); {error}") from None
+
+
+async def json_object(request: Request, what: str) -> dict[str, Any]:
+    """The request body as a JSON object; an empty body is `{}`."""
+    value = await json_value(request, what)
     if not isinstance(value, dict):
         raise InvalidRequestError(
             f"the body must be a JSON object ({what}), not a JSON {_JSON_NAMES[type(value)]}"

@@ -8,6 +8,7 @@ subclass that says which.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -28,6 +29,9 @@ from agent_env.server.errors import (
 from agent_env.session import Session
 
 logger = logging.getLogger("agent_env.server")
+
+NO_BODY: Any = object()
+"""`RemoteProvider.request`'s body when the request has none (None is sent as JSON's `null`)."""
 
 
 class RemoteProvider:
@@ -83,7 +87,7 @@ class RemoteProvider:
         if client is not None:
             client.close()
 
-    def request(self, method: str, path: str, *, body: Any = None, action: str) -> Any:
+    def request(self, method: str, path: str, *, body: Any = NO_BODY, action: str) -> Any:
         """Send one request to the server and return its JSON answer (None for an empty one).
 
         Raises:
@@ -92,7 +96,12 @@ class RemoteProvider:
             answer within `timeout`.
         """
         try:
-            response = self._http().request(method, self.url + path, json=body)
+            if body is NO_BODY:
+                response = self._http().request(method, self.url + path)
+            else:  # `null` too: arguments that are null are sent, for the server's session to refuse
+                content = json.dumps(body, ensure_ascii=False).encode()
+                headers = {"Content-Type": "application/json"}
+                response = self._http().request(method, self.url + path, content=content, headers=headers)
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
             raise ServerUnavailableError(
                 f"{action}: cannot reach the agent_env server at {self.url} ({error or type(error).__name__}); "
@@ -174,13 +183,13 @@ class RemoteSession(Session):
         return observation
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
-        result: str = self._episode_request(
-            f"tools/{quote(name, safe='')}", dict(arguments), f"tool '{name}'"
-        )["result"]
+        # Arguments that are no object go as they are: the server's session refuses them, as one in process does.
+        body = dict(arguments) if isinstance(arguments, Mapping) else arguments
+        result: str = self._episode_request(f"tools/{quote(name, safe='')}", body, f"tool '{name}'")["result"]
         return result
 
     def reward(self) -> float:
-        return float(self._episode_request("reward", None, "reward()")["reward"])
+        return float(self._episode_request("reward", NO_BODY, "reward()")["reward"])
 
     def close(self) -> None:
         if self._closed:

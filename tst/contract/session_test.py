@@ -56,6 +56,14 @@ def test_an_invalid_call_names_the_path_and_changes_nothing(session):
     assert session.reward() == 0.1  # one curve in the book, as before the refused call
 
 
+@pytest.mark.parametrize("arguments", [[["curves", []]], "curves", None])
+def test_arguments_that_are_no_object_are_refused_as_in_process(session, arguments):
+    with pytest.raises(ToolArgumentError) as raised:
+        session.call_tool("submit_offers", arguments)
+    assert str(raised.value) == in_process_error(lambda s: s.call_tool("submit_offers", arguments))
+    assert "(arguments): expected an object of named arguments" in str(raised.value)
+
+
 def test_a_rule_the_tool_checks_is_refused_and_changes_nothing(session):
     with pytest.raises(ToolError, match=r"^curves\[0\].points: prices must be non-decreasing$"):
         session.call_tool("submit_offers", {"curves": [{"hours": "all", "points": [[0, 9], [1, 2]]}]})

@@ -143,20 +143,24 @@ async def test_a_tool_that_crashes_gets_500_and_the_episode_lives_on(control):
     assert (await client.post(f"/episodes/{episode}/tools/add", json={"amount": 1})).status_code == 200
 
 
-@pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        (b"[1, 2]", "the body must be a JSON object (the tool's arguments), not a JSON array"),
-        (b"{nope", "the body must be a JSON object (the tool's arguments); it is not JSON"),
-    ],
-)
-async def test_a_body_that_is_not_a_json_object_gets_400(control, content, message):
+async def test_a_body_that_is_not_json_gets_400(control):
     client = await control()
     episode = await open_episode(client)
-    answer = await client.post(f"/episodes/{episode}/tools/add", content=content, headers=JSON)
+    answer = await client.post(f"/episodes/{episode}/tools/add", content=b"{nope", headers=JSON)
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == "invalid_request"
-    assert answer.json()["error"]["message"].startswith(message)
+    assert answer.json()["error"]["message"].startswith(
+        "the body must be a JSON object (the tool's arguments); it is not JSON"
+    )
+
+
+async def test_arguments_that_are_json_but_no_object_are_refused_by_the_session_as_in_process(control):
+    client = await control()
+    episode = await open_episode(client)
+    answer = await client.post(f"/episodes/{episode}/tools/add", content=b"[1, 2]", headers=JSON)
+    assert answer.status_code == 422
+    assert answer.json()["error"]["code"] == "invalid_arguments"
+    assert "(arguments): expected an object of named arguments" in answer.json()["error"]["message"]
 
 
 async def test_a_row_reset_cannot_take_gets_400_and_opens_nothing(control):
