@@ -3,6 +3,7 @@ episode per MCP session, and tool errors as `isError` results carrying the in-pr
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -21,6 +22,18 @@ from agent_env.session import LocalSession
 
 from .running import running
 from .toy import ToyDesk
+
+
+async def eventually(condition: Any, within: float = 10.0) -> bool:
+    """Whether `condition()` holds within `within` seconds (checked every 20 ms)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not condition():
+        if loop.time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
 
 pytestmark = pytest.mark.anyio
 
@@ -152,7 +165,9 @@ async def test_an_mcp_session_starts_an_episode_from_a_row_and_its_reward_is_rea
             await control.post(f"/episodes/{first}/reward")
         ).status_code == 404  # the one it replaced is closed
         live = app.state.episodes.count()
-    assert app.state.episodes.count() == live - 1  # the client's DELETE of its MCP session closed its episode
+    # The client's DELETE of its MCP session closes its episode; the client does not wait for the answer, so
+    # neither does the server's side of the test: it waits for the count, within a generous bound.
+    assert await eventually(lambda: app.state.episodes.count() == live - 1)
 
 
 async def test_the_default_client_falls_back_to_the_handshake_and_keeps_its_episode(served_toy):
