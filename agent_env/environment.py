@@ -6,6 +6,9 @@ from typing import Any, ClassVar
 
 from agent_env.tools import END_TURN, ToolSet, tool
 
+TURN_ENDED = "Turn ended."
+"""What `end_turn` answers."""
+
 
 class Environment:
     """One agent environment: state for one episode at a time, tools the model calls, and a reward.
@@ -46,7 +49,7 @@ class Environment:
     @tool
     def end_turn(self) -> str:
         """End your turn. Call this once you are done; the episode is then scored."""
-        return "Turn ended."
+        return TURN_ENDED
 
 
 Environment.tools = ToolSet.collect(Environment)

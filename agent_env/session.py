@@ -67,6 +67,10 @@ class Session(ABC):
         self.close()
 
 
+START_HINT = "call reset(...)"
+"""How a session's user starts an episode, as its messages say it."""
+
+
 class EpisodeState(Enum):
     """Where a session's episode is."""
 
@@ -86,7 +90,7 @@ class LocalSession(Session):
             cannot make).
     """
 
-    def __init__(self, environment: Environment, *, start_hint: str = "call reset(...)") -> None:
+    def __init__(self, environment: Environment, *, start_hint: str = START_HINT) -> None:
         self.environment = environment
         self.state = EpisodeState.NEW
         self.start_hint = start_hint
@@ -123,7 +127,7 @@ class LocalSession(Session):
     def reward(self) -> float:
         self._require_open()
         if self.state is EpisodeState.NEW:
-            raise EpisodeNotStartedError(f"no episode to score: {self.start_hint} first")
+            raise nothing_to_score(self.start_hint)
         if self.state is EpisodeState.RUNNING:
             self.call_tool(END_TURN, {})
             self._ended_by = "its reward was read, which ends a running episode"
@@ -148,15 +152,31 @@ class LocalSession(Session):
 
     def _require_running(self, name: str) -> None:
         self._require_open()
-        if self.state is EpisodeState.NEW:
-            raise EpisodeNotStartedError(
-                f"tool '{name}' was called before the episode started: {self.start_hint} first"
-            )
-        if self.state is EpisodeState.ENDED:
-            raise EpisodeEndedError(
-                f"tool '{name}' was called after the episode ended ({self._ended_by}); {self.start_hint} to start "
-                "another"
-            )
+        require_running(self.state, name, ended_by=self._ended_by, start_hint=self.start_hint)
+
+
+def require_running(state: EpisodeState, name: str, *, ended_by: str, start_hint: str = START_HINT) -> None:
+    """Raise the error a call of tool `name` gets when the open session's episode is not running.
+
+    Args:
+        state: The episode's state.
+        name: The tool called.
+        ended_by: What ended the episode, as the message says it ("end_turn was called").
+        start_hint: How the session's user starts an episode.
+    """
+    if state is EpisodeState.NEW:
+        raise EpisodeNotStartedError(
+            f"tool '{name}' was called before the episode started: {start_hint} first"
+        )
+    if state is EpisodeState.ENDED:
+        raise EpisodeEndedError(
+            f"tool '{name}' was called after the episode ended ({ended_by}); {start_hint} to start another"
+        )
+
+
+def nothing_to_score(start_hint: str = START_HINT) -> EpisodeNotStartedError:
+    """The error of reading the reward before any episode started."""
+    return EpisodeNotStartedError(f"no episode to score: {start_hint} first")
 
 
 def as_text(result: Any) -> str:

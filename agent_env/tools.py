@@ -114,6 +114,31 @@ class Tool:
         return f"(arguments): expected an object of named arguments (this tool {what}); got {got(arguments)}"
 
     @classmethod
+    def from_schema(
+        cls, name: str, description: str, input_schema: Any, function: Callable[..., Any]
+    ) -> Tool:
+        """A tool published elsewhere (a remote server's listing), held to its schema here: the schema is checked,
+        normalized and checked again as an explicit one is, and calls are validated before `function` runs them
+        with the arguments as sent.
+
+        Raises:
+            ToolDefinitionError: The name or the schema cannot be published; the message says which and why.
+        """
+        _check_name(name)
+        if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
+            raise ToolDefinitionError(
+                f'tool \'{name}\': its input schema must be a JSON object with "type": "object"'
+            )
+        try:
+            check_schema(input_schema)  # before anything walks it: a remote schema is input like any other
+            schema = normalize(input_schema)
+            check_schema(schema)
+            validator = validator_for(schema)
+        except (SchemaNormalizationError, ValueError) as error:
+            raise ToolDefinitionError(f"tool '{name}': {error}") from None
+        return cls(name, description, schema, function, validator, _as_sent, is_async=False)
+
+    @classmethod
     def from_function(
         cls, function: Callable[..., Any], options: ToolOptions, documented: Callable[..., Any] | None = None
     ) -> Tool:
@@ -141,6 +166,11 @@ class Tool:
             convert=convert,
             is_async=inspect.iscoroutinefunction(function),
         )
+
+
+def _as_sent(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The converter of a tool run elsewhere: its validated arguments go as they were sent."""
+    return arguments
 
 
 def _schema_and_converter(
