@@ -102,11 +102,18 @@ def serve(
             help="JSON dataset row an MCP session starts from when its URL names none (default: the first test row)."
         ),
     ] = None,
+    openenv: Annotated[
+        bool,
+        typer.Option(
+            "--openenv", help="Also serve OpenEnv's /ws, /mcp dialect, /health, /schema at /openenv."
+        ),
+    ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Serve ENVIRONMENT over HTTP: MCP at /mcp, the episode control API beside it (see docs/server.md)."""
+    """Serve ENVIRONMENT over HTTP: MCP at /mcp, the episode control API beside it (see docs/server.md), and with
+    --openenv OpenEnv's wire surface at /openenv (see docs/openenv.md)."""
     from agent_env.envs import search_working_directory
-    from agent_env.server._serve import parse_config, parse_row
+    from agent_env.server._serve import OPENENV_PREFIX, parse_config, parse_row
     from agent_env.server._serve import serve as run_server
 
     search_working_directory()  # as tools, render and check do
@@ -129,6 +136,7 @@ def serve(
             allowed_origins=[*LOOPBACK_ORIGINS, *(allow_origin or [])],
             body_timeout=body_timeout,
             max_body_values=max_body_values,
+            openenv_prefix=OPENENV_PREFIX if openenv else None,
             **options,
         )
     except (ValueError, LookupError, ImportError) as error:

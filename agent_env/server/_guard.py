@@ -97,6 +97,9 @@ class RequestGuard:
     when it holds more than `max_body_values` JSON values (413), counted from its bytes before anything parses it.
     On `rpc_paths` (MCP) a body refused for its size is answered as JSON-RPC when its id can be found: a
     `tools/call` gets an `isError` result the model can read, any other request a JSON-RPC error.
+
+    A WebSocket handshake (OpenEnv's `/ws`) is judged by `judge_headers` too, and refused with the same answer as
+    its denial response (or, where the ASGI server cannot send one, closed with 1008) before any route sees it.
     """
 
     def __init__(
@@ -112,12 +115,15 @@ class RequestGuard:
         self.rpc_paths = rpc_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         refusal = judge_headers(scope, self.limits, self.open_paths)
         if refusal is not None:
-            await refusal.response()(scope, receive, send)
+            await refuse(refusal.response(), scope, receive, send)
+            return
+        if scope["type"] == "websocket":  # its messages are the endpoint's to limit
+            await self.app(scope, receive, send)
             return
         body = _BodyReader(self.limits, rpc=scope["path"] in self.rpc_paths)
         refused: Response | None = None
@@ -133,6 +139,15 @@ class RequestGuard:
             await refused(scope, receive, send)
             return
         await self.app(scope, body.replay(receive), send)
+
+
+async def refuse(response: Response, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer a request with an error: as it is for HTTP; for a WebSocket handshake, as its denial response, or by
+    closing it (code 1008, policy violation) where the ASGI server cannot send one."""
+    if scope["type"] == "websocket" and "websocket.http.response" not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": 1008, "reason": ""})
+        return
+    await response(scope, receive, send)
 
 
 class _BodyReader:

@@ -17,6 +17,9 @@ from agent_env.server._limits import (
     LOOPBACK_HOSTS,
 )
 
+OPENENV_PREFIX = "/openenv"
+"""Where `agent-env serve --openenv` serves OpenEnv's wire surface."""
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_HEADER_TIMEOUT = 10.0
@@ -65,7 +68,9 @@ def serve(
         mcp_row=mcp_row,
         **options,
     )
-    uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(header_timeout))
+    # ws_max_size: a larger WebSocket message (OpenEnv's /ws) is refused with 1009 before it is held in memory
+    running = uvicorn_options(header_timeout)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_body_bytes, **running)
 
 
 def uvicorn_options(header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> dict[str, Any]:

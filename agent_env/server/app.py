@@ -1,4 +1,4 @@
-"""`build_app`: one environment served over HTTP, as MCP at `/mcp` and as the control API beside it."""
+"""`build_app`: one environment served over HTTP, as MCP at `/mcp`, the control API beside it, and OpenEnv's surface."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from agent_env.environment import Environment
 from agent_env.envs import load_environment
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
-from agent_env.server._guard import RequestGuard
+from agent_env.server._guard import OPEN_PATHS, RequestGuard
 from agent_env.server._http import ControlApi, unrouted
 from agent_env.server._limits import (
     DEFAULT_BODY_TIMEOUT,
@@ -29,6 +29,7 @@ from agent_env.server._limits import (
     Limits,
 )
 from agent_env.server._mcp import McpEndpoint
+from agent_env.server._openenv import OpenEnvSurface
 
 logger = logging.getLogger("agent_env.server")
 
@@ -49,9 +50,11 @@ def build_app(
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
     max_body_values: int | None = DEFAULT_MAX_BODY_VALUES,
     mcp_row: Mapping[str, Any] | None = None,
+    openenv_prefix: str | None = None,
     **config: Any,
 ) -> Starlette:
-    """An ASGI app serving `environment`: MCP (streamable HTTP) at `/mcp`, the control API beside it.
+    """An ASGI app serving `environment`: MCP (streamable HTTP) at `/mcp`, the control API beside it, and with
+    `openenv_prefix` OpenEnv's wire surface under that prefix.
 
     Every episode is a `LocalSession` on its own environment instance; an MCP session gets one episode (started
     on its first tool call from the row in its URL, else `mcp_row`), and the control API opens as many as asked
@@ -78,6 +81,8 @@ def build_app(
         mcp_row: The dataset row an MCP session's episode starts from when the client names none in the endpoint's
             URL (`/mcp?seed=7`); None: the first row of the environment's `test` split (else `train`), or the
             empty row for an environment without a dataset.
+        openenv_prefix: Where to serve OpenEnv's surface (`/ws`, its `POST /mcp` dialect, `/health`, `/schema`,
+            `/metadata`), as `agent-env serve --openenv` does at `/openenv`; None serves none. See docs/openenv.md.
         **config: Passed to the environment's constructor for every episode.
 
     Raises:
@@ -103,6 +108,7 @@ def build_app(
     episodes = EpisodeRegistry(environment_class, config, limits)
     sessions = SessionEpisodes(episodes, mcp_row)
     mcp = McpEndpoint(episodes, sessions, limits)
+    openenv = OpenEnvSurface(episodes, limits, openenv_prefix) if openenv_prefix is not None else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -114,9 +120,16 @@ def build_app(
         finally:
             await episodes.stop()
 
+    routes: list[BaseRoute] = [*ControlApi(episodes, sessions).routes(), Route(MCP_PATH, mcp)]
+    open_paths = set(OPEN_PATHS)
+    if openenv is not None:
+        routes += openenv.routes()
+        open_paths |= openenv.open_paths()
     app = Starlette(
-        routes=[*ControlApi(episodes, sessions).routes(), Route(MCP_PATH, mcp)],
-        middleware=[Middleware(RequestGuard, limits=limits, rpc_paths={MCP_PATH})],
+        routes=routes,
+        middleware=[
+            Middleware(RequestGuard, limits=limits, open_paths=frozenset(open_paths), rpc_paths={MCP_PATH})
+        ],
         exception_handlers={404: unrouted, 405: unrouted},
         lifespan=lifespan,
     )

@@ -103,3 +103,11 @@ def test_the_command_lists_serve():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     assert "serve" in result.output
+
+
+def test_serve_openenv_adds_openenvs_surface_at_its_prefix(served, monkeypatch):
+    monkeypatch.delenv("AGENT_ENV_TOKEN", raising=False)
+    assert runner.invoke(app, ["serve", "--openenv"]).exit_code == 0
+    assert served["openenv_prefix"] == "/openenv"
+    assert runner.invoke(app, ["serve"]).exit_code == 0
+    assert served["openenv_prefix"] is None
