@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_env.environment import Environment
@@ -82,6 +83,24 @@ class AgentEnv:
         from agent_env.ray._provider import RayProvider
 
         return cls(RayProvider(environment, **options), chat_template=chat_template)
+
+    @classmethod
+    def openenv(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        name: str | None = None,
+    ) -> AgentEnv:
+        """An OpenEnv environment with MCP tools at `url`, over its `/ws`; needs the `server` extra.
+
+        Its tools are listed now, each schema normalized and checked; calls are validated here before they are
+        sent, and the reward is the last one a step returned. See docs/openenv.md.
+        """
+        from agent_env.openenv.client import OpenEnvProvider
+
+        return cls(OpenEnvProvider(url, headers=headers, timeout=timeout, name=name))
 
     def tools(self) -> list[dict[str, Any]]:
         """The published tools: `name`, `description`, `inputSchema`."""

@@ -138,3 +138,34 @@ def test_the_server_layer_at_work_imports_only_what_the_server_extra_declares():
     assert {"mcp", "starlette", "httpx"} <= modules
     assert not modules & {"torch", "trl", "transformers"}
     assert undeclared(modules, ("server",)) == set()
+
+
+def test_the_openenv_layer_at_work_imports_only_what_the_server_extra_declares():
+    code = textwrap.dedent(
+        """
+        from starlette.testclient import TestClient
+        from agent_env import AgentEnv
+        from agent_env.openenv import OpenEnvProvider
+        from agent_env.server import build_app
+        from tst.data.toy import ToyDesk
+        from tst.unit.openenv.transports import InProcess
+        with TestClient(build_app(ToyDesk, openenv_prefix="/openenv")) as client:
+            transport = InProcess(client)
+            session = OpenEnvProvider("http://testserver/openenv", transport=transport).open()
+            session.reset()
+            session.call_tool("battery_status", {})
+            session.close()
+            transport.close()
+        from agent_env.openenv.client import WebSocketTransport  # the default transport: websockets and httpx
+        import websockets.sync.client
+        assert WebSocketTransport("http://127.0.0.1:9", {}, 1.0).environment_name() is None
+        """
+    )
+    modules = imported_top_level_modules(code)
+    assert {"starlette", "websockets", "httpx"} <= modules
+    assert not modules & {"torch", "trl", "transformers"}
+    assert undeclared(modules, ("server",)) == set()
+
+
+def test_importing_agent_env_openenv_loads_nothing_heavy():
+    assert not imported_top_level_modules("import agent_env.openenv") & {*HEAVY, "websockets"}

@@ -1,0 +1,555 @@
+"""Sessions of an OpenEnv environment over its `/ws`: its MCP tools with their full schemas, held to them here.
+
+`OpenEnvProvider(url)` lists the server's tools once (a `list_tools` step), puts each tool's `input_schema` (or
+`inputSchema`) through agent_env's normalizer and metaschema check, and adds agent_env's `end_turn` unless the
+server has its own. An `OpenEnvSession` is one WebSocket, so one environment instance on the server: `reset` sends
+the dataset row, a tool call is validated here and refused before it leaves the process if it breaks the schema,
+and the reward is the one the last step that returned one carried (OpenEnv's environments reward a step, often the
+one that ends the episode, with `done: true`). Only `/ws` is used, never OpenEnv's `POST /mcp`, because that path
+carries no reward and no `done`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from agent_env.environment import TURN_ENDED, Environment
+from agent_env.errors import (
+    AgentEnvError,
+    EpisodeNotStartedError,
+    SessionClosedError,
+    ToolArgumentError,
+    ToolDefinitionError,
+    ToolError,
+    UnknownToolError,
+)
+from agent_env.openenv import _wire as wire
+from agent_env.schema._validator import short
+from agent_env.server.errors import (
+    CallTimeoutError,
+    DatasetNotFoundError,
+    EpisodeNotFoundError,
+    InvalidRequestError,
+    RemoteError,
+    ResetError,
+    ServerError,
+    ServerUnavailableError,
+    TooManyEpisodesError,
+    UnauthorizedError,
+)
+from agent_env.session import NOTHING_TO_SCORE, EpisodeState, Session, require_running
+from agent_env.tools import END_TURN, Tool, ToolSet
+
+MAX_MESSAGE_BYTES = 100 * 1024 * 1024
+"""The largest message taken from the server; OpenEnv's own clients take as much (observations can be screenshots)."""
+
+_REFUSALS = frozenset({wire.CAPACITY_REACHED, wire.FACTORY_ERROR, wire.SESSION_ERROR})
+"""Error codes a server sends before it closes the connection: no session there."""
+
+DEFAULT_NAME = "OpenEnv"
+"""The environment's name when the server's `/metadata` gives none."""
+
+
+class Connection(Protocol):
+    """One WebSocket to an OpenEnv server's `/ws`: one session, one environment instance on the server."""
+
+    def send(self, text: str) -> None:
+        """Send one message; raise `ServerUnavailableError` if the connection is gone."""
+
+    def recv(self) -> str:
+        """The next message; raise `CallTimeoutError` past the timeout, `ServerUnavailableError` if it closed."""
+
+    def close(self) -> None:
+        """Close the connection; never raises."""
+
+
+class Transport(Protocol):
+    """How a provider reaches its server: a new `/ws` connection per session, and the environment's name."""
+
+    def connect(self) -> Connection:
+        """A new connection to `/ws`; raise a `RemoteError` subclass saying why there is none."""
+
+    def environment_name(self) -> str | None:
+        """The name `/metadata` gives, or None when it gives none."""
+
+
+class OpenEnvProvider:
+    """Opens sessions of an environment served by OpenEnv (or by `agent-env serve --openenv`); picklable.
+
+    It pickles as its URL, headers, timeout and name (and its transport, when it is not the default one); each
+    process lists the tools again on first use, and every session opens its own WebSocket on its first `reset`.
+
+    Args:
+        url: The server's base URL (`http://127.0.0.1:8000`, or `http://host:8000/openenv` for an agent_env server);
+            `ws://` and `wss://` work too.
+        headers: Sent with every connection, e.g. `{"Authorization": "Bearer <token>"}`.
+        timeout: Seconds to connect, and to wait for any answer, before failing with a `RemoteError`.
+        name: The environment's name (TRL names the reward after it); fetched from `/metadata` when not given.
+        transport: How to reach the server; the default speaks WebSockets (`websockets`) and HTTP (`httpx`).
+
+    Raises:
+        ToolDefinitionError: A tool's name or schema cannot be published as agent_env publishes tools, or the
+            environment takes no MCP tool calls.
+        RemoteError: The server cannot be reached, or refused the connection.
+    """
+
+    url: str
+    headers: dict[str, str]
+    timeout: float
+    name: str
+    transport: Transport
+    _tools: ToolSet | None
+    _lock: threading.Lock
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        name: str | None = None,
+        transport: Transport | None = None,
+    ) -> None:
+        self._restore(base_url(url), dict(headers or {}), timeout, name, transport)
+        if name is None:
+            self.name = self.transport.environment_name() or DEFAULT_NAME
+        self.tool_set()  # fail here, at registration, not on a trainer's first call
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The published tools (`name`, `description`, `inputSchema`), `end_turn` last."""
+        return self.tool_set().published
+
+    def tool_set(self) -> ToolSet:
+        """The tools, listed from the server once per process."""
+        with self._lock:
+            if self._tools is None:
+                self._tools = ToolSet(self._held_tools(self._list_tools()))
+            return self._tools
+
+    def open(self) -> OpenEnvSession:
+        """A new session; it connects on its first `reset`."""
+        return OpenEnvSession(self)
+
+    def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        """OpenEnv's `/ws` publishes no datasets: this raises `DatasetNotFoundError` saying what to do instead."""
+        raise DatasetNotFoundError(
+            f"no dataset split {split!r}: an OpenEnv server publishes no datasets over /ws. Give the trainer your "
+            "own dataset, whose columns are the keyword arguments the server's environment's reset takes"
+        )
+
+    def _list_tools(self) -> list[Any]:
+        connection = self.transport.connect()
+        try:
+            reply = exchange(
+                connection, {"type": "step", "data": {"type": "list_tools"}}, "listing the tools"
+            )
+            data = observation_data(reply, "listing the tools")
+        except InvalidRequestError as error:
+            raise ToolDefinitionError(
+                f"the OpenEnv environment at {self.url} takes no MCP tool calls (it refused list_tools: {error}); "
+                "AgentEnv.openenv trains on OpenEnv environments with MCP tools"
+            ) from None
+        finally:
+            hang_up(connection)
+        observation = data.get("observation")
+        if not isinstance(observation, dict) or not isinstance(observation.get("tools"), list):
+            raise RemoteError(
+                f"listing the tools: the OpenEnv server at {self.url} answered {short(observation)}"
+            )
+        tools: list[Any] = observation["tools"]
+        metadata = observation.get("metadata")
+        failure = metadata.get("error") if isinstance(metadata, dict) else None
+        if not tools and failure:
+            raise RemoteError(f"listing the tools failed on the OpenEnv server: {failure}")
+        return tools
+
+    def _held_tools(self, listed: list[Any]) -> list[Tool]:
+        tools = []
+        for entry in listed:
+            name = entry.get("name") if isinstance(entry, dict) else None
+            try:
+                if not isinstance(name, str):
+                    raise ToolDefinitionError(f"a listed tool has no name: {short(entry)}")
+                description = entry.get("description") or ""
+                tools.append(
+                    Tool.from_schema(name, str(description), wire.listed_schema(entry), _remote(name))
+                )
+            except ToolDefinitionError as error:
+                raise ToolDefinitionError(
+                    f"the OpenEnv server at {self.url} publishes a tool that agent_env cannot hold calls to: {error}"
+                ) from None
+        names = [tool.name for tool in tools]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ToolDefinitionError(f"the OpenEnv server at {self.url} lists tool names twice: {twice}")
+        if END_TURN not in names:
+            tools.append(_END_TURN)
+        return tools
+
+    def _restore(
+        self, url: str, headers: dict[str, str], timeout: float, name: str | None, transport: Transport | None
+    ) -> None:
+        self.url = url
+        self.headers = headers
+        self.timeout = timeout
+        self.name = name or DEFAULT_NAME
+        self._default_transport = transport is None
+        self.transport = transport or WebSocketTransport(url, headers, timeout)
+        self._tools: ToolSet | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {"url": self.url, "headers": self.headers, "timeout": self.timeout, "name": self.name}
+        return state if self._default_transport else {**state, "transport": self.transport}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._restore(state["url"], state["headers"], state["timeout"], state["name"], state.get("transport"))
+
+    def __repr__(self) -> str:
+        return f"OpenEnvProvider({self.url!r}, name={self.name!r})"
+
+
+class OpenEnvSession(Session):
+    """One episode at a time on one WebSocket to an OpenEnv server (one environment instance there).
+
+    The connection opens on the first `reset`, and each `reset` starts the next episode on it. A call is checked
+    here first (an unknown tool, arguments that break the schema, no episode running: the in-process errors, and
+    nothing is sent). The server's answer then counts: a `done: true` ends the episode, a reward is kept, and a tool
+    error comes back as `ToolArgumentError` (`invalid_args`), `UnknownToolError` (`tool_not_found`) or `ToolError`
+    with the server's message. If the connection drops or an answer times out, the server's environment is gone
+    with it: calls fail with `EpisodeNotFoundError` until a `reset` opens a new connection.
+    """
+
+    def __init__(self, provider: OpenEnvProvider) -> None:
+        self.provider = provider
+        self.state = EpisodeState.NEW
+        self._connection: Connection | None = None
+        self._reward: float | None = None
+        self._lost: str | None = None
+        self._lock = threading.RLock()
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self.provider.tools()
+
+    def reset(self, **row: Any) -> str | None:
+        with self._lock:
+            self._require_open()
+            if self._connection is None:
+                self._connection = self.provider.transport.connect()
+            data = self._exchange({"type": "reset", "data": row}, "reset")
+            self.state = EpisodeState.RUNNING
+            self._reward = None
+            self._lost = None
+            observation = data.get("observation")
+            return wire.observation_text(observation) if isinstance(observation, dict) else None
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        tool = self.provider.tool_set().resolve(name)
+        with self._lock:
+            self._require_running(name)
+            result: str = tool.function(self, **tool.bind(arguments))
+            if name == END_TURN:
+                self.state = EpisodeState.ENDED
+            return result
+
+    def reward(self) -> float:
+        with self._lock:
+            self._require_open()
+            if self.state is EpisodeState.NEW:
+                raise EpisodeNotStartedError(NOTHING_TO_SCORE)
+            if self.state is EpisodeState.RUNNING and self._lost is None:
+                self.call_tool(END_TURN, {})
+            return self._reward if self._reward is not None else 0.0
+
+    def close(self) -> None:
+        with self._lock:
+            if self.state is EpisodeState.CLOSED:
+                return
+            self.state = EpisodeState.CLOSED
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            hang_up(connection)
+
+    def step_call(self, name: str, arguments: dict[str, Any]) -> str:
+        """Send one validated call and read its answer: the result text, or the tool's error raised."""
+        message = {"type": "step", "data": {"type": "call_tool", "tool_name": name, "arguments": arguments}}
+        data = self._exchange(message, f"tool '{name}'")
+        reward = data.get("reward")
+        if isinstance(reward, int | float):
+            self._reward = float(reward)
+        if data.get("done") is True:
+            self.state = EpisodeState.ENDED
+        observation = data.get("observation")
+        if not isinstance(observation, dict):
+            return wire.as_text(observation)
+        error = observation.get("error")
+        if error:
+            raise tool_error(error)
+        if (
+            "tool_name" not in observation
+        ):  # a plain observation, as environments send on the step that scores
+            return wire.observation_text(observation) or ""
+        text, is_error = wire.result_text(observation.get("result"))
+        if is_error:
+            raise ToolError(text)
+        return text
+
+    def _exchange(self, message: dict[str, Any], action: str) -> dict[str, Any]:
+        connection = self._connection
+        if connection is None:
+            raise EpisodeNotFoundError(
+                self._lost or f"{action}: this session has no connection; call reset(...)"
+            )
+        try:
+            reply = exchange(connection, message, action)
+        except (CallTimeoutError, ServerUnavailableError) as error:
+            self._drop(f"{error}; the episode was lost with its connection: call reset(...) to start another")
+            raise
+        if reply["type"] != "error":
+            return observation_data(reply, action)
+        refusal = server_error(reply["data"])
+        code = reply["data"].get("code")
+        if code in _REFUSALS:  # the server closes the connection after these
+            self._drop(f"{refusal}; call reset(...) to open another session")
+        if action == "reset" and code == wire.EXECUTION_ERROR:
+            raise ResetError(str(refusal))
+        raise refusal
+
+    def _drop(self, reason: str) -> None:
+        connection, self._connection = self._connection, None
+        self._lost = reason
+        if connection is not None:
+            connection.close()
+
+    def _require_open(self) -> None:
+        if self.state is EpisodeState.CLOSED:
+            raise SessionClosedError()
+
+    def _require_running(self, name: str) -> None:
+        self._require_open()
+        if self._lost is not None and self.state is EpisodeState.RUNNING:
+            raise EpisodeNotFoundError(self._lost)
+        require_running(self.state, name)
+
+
+def exchange(connection: Connection, message: dict[str, Any], action: str) -> dict[str, Any]:
+    """Send one message and return the server's answer, an OpenEnv message (`{"type", "data"}`).
+
+    Raises:
+        InvalidRequestError: What was to be sent is not JSON.
+        RemoteError: The answer is not an OpenEnv message.
+        The connection's own errors (`CallTimeoutError`, `ServerUnavailableError`).
+    """
+    try:
+        text = wire.dumps(message)
+    except (TypeError, ValueError) as error:
+        raise InvalidRequestError(
+            f"{action}: what was to be sent is not JSON ({error}); send JSON values"
+        ) from None
+    with contextlib.suppress(
+        ServerUnavailableError
+    ):  # a refusing server sends why, then closes: read it below
+        connection.send(text)
+    answer = connection.recv()
+    try:
+        reply = json.loads(answer)
+    except ValueError:
+        reply = None
+    if (
+        not isinstance(reply, dict)
+        or not isinstance(reply.get("type"), str)
+        or not isinstance(reply.get("data"), dict)
+    ):
+        raise RemoteError(f"{action}: the OpenEnv server answered {short(answer)}, not an OpenEnv message")
+    return reply
+
+
+def observation_data(reply: dict[str, Any], action: str) -> dict[str, Any]:
+    """The data of an observation message (`{"observation", "reward", "done"}`); an error message raised as its
+    error."""
+    if reply["type"] == "error":
+        raise server_error(reply["data"])
+    if reply["type"] != "observation":
+        raise RemoteError(f"{action}: the OpenEnv server answered a {short(reply['type'])} message")
+    data: dict[str, Any] = reply["data"]
+    return data
+
+
+def server_error(data: dict[str, Any]) -> AgentEnvError:
+    """The error an OpenEnv `{"type": "error"}` message carries, as agent_env's class for its code."""
+    code, message = data.get("code"), str(data.get("message", "the OpenEnv server answered with an error"))
+    if code == wire.CAPACITY_REACHED:
+        return TooManyEpisodesError(message)
+    if code in (wire.INVALID_JSON, wire.UNKNOWN_TYPE, wire.VALIDATION_ERROR):
+        return InvalidRequestError(message)
+    return ServerError(message)
+
+
+def tool_error(error: Any) -> ToolError:
+    """The error of a call's observation (`{"error_type", "message"}`), as the in-process class for its type."""
+    error_type = error.get("error_type") if isinstance(error, dict) else None
+    message = str(error.get("message")) if isinstance(error, dict) else wire.as_text(error)
+    if error_type == wire.INVALID_ARGS:
+        return ToolArgumentError(message)
+    if error_type == wire.TOOL_NOT_FOUND:
+        return UnknownToolError(message)
+    return ToolError(message)
+
+
+def hang_up(connection: Connection) -> None:
+    """Tell the server the session is over, then close; never raises."""
+    with contextlib.suppress(AgentEnvError):
+        connection.send(wire.dumps({"type": "close"}))
+    connection.close()
+
+
+def _remote(name: str) -> Callable[..., str]:
+    def call(session: OpenEnvSession, /, **arguments: Any) -> str:
+        return session.step_call(name, arguments)
+
+    call.__name__ = name
+    return call
+
+
+def _end_turn(session: OpenEnvSession, /) -> str:
+    return TURN_ENDED
+
+
+_local_end_turn = Environment.tools[END_TURN]
+_END_TURN = Tool.from_schema(END_TURN, _local_end_turn.description, _local_end_turn.input_schema, _end_turn)
+"""agent_env's `end_turn`, for servers without one: it ends the episode here, and sends nothing."""
+
+
+class WebSocketTransport:
+    """The default transport: `websockets`' sync client for `/ws`, `httpx` for `/metadata`; picklable."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], timeout: float) -> None:
+        self.url = url
+        self.headers = dict(headers)
+        self.timeout = timeout
+
+    def connect(self) -> Connection:
+        from websockets.exceptions import InvalidStatus, WebSocketException
+        from websockets.sync.client import connect
+
+        ws_url = websocket_url(self.url) + "/ws"
+        try:
+            socket = connect(
+                ws_url,
+                additional_headers=self.headers or None,
+                open_timeout=self.timeout,
+                max_size=MAX_MESSAGE_BYTES,
+                proxy=None if is_loopback(ws_url) else True,
+            ).__enter__()  # as `with connect(...)` does, in every websockets from 15 on (17.1 warns without it)
+        except InvalidStatus as error:
+            raise refused(error.response.status_code, bytes(error.response.body or b""), ws_url) from None
+        except (OSError, TimeoutError, WebSocketException) as error:
+            raise ServerUnavailableError(
+                f"cannot reach the OpenEnv server at {ws_url} ({error or type(error).__name__}); is it running?"
+            ) from None
+        return WebSocketConnection(socket, self.timeout, ws_url)
+
+    def environment_name(self) -> str | None:
+        import httpx
+
+        try:
+            response = httpx.get(f"{http_url(self.url)}/metadata", headers=self.headers, timeout=self.timeout)
+            name = response.json().get("name") if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        return name if isinstance(name, str) and name else None
+
+
+class WebSocketConnection:
+    """A `websockets` sync connection as a `Connection`."""
+
+    def __init__(self, socket: Any, timeout: float, url: str) -> None:
+        self.socket = socket
+        self.timeout = timeout
+        self.url = url
+
+    def send(self, text: str) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            self.socket.send(text)
+        except ConnectionClosed as error:
+            raise ServerUnavailableError(
+                f"the OpenEnv server at {self.url} closed the connection ({error})"
+            ) from None
+
+    def recv(self) -> str:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            message = self.socket.recv(timeout=self.timeout)
+        except TimeoutError:
+            raise CallTimeoutError(
+                f"no answer from the OpenEnv server at {self.url} within {self.timeout:g} s"
+            ) from None
+        except ConnectionClosed as error:
+            raise ServerUnavailableError(
+                f"the OpenEnv server at {self.url} closed the connection ({error})"
+            ) from None
+        return message if isinstance(message, str) else bytes(message).decode("utf-8", "replace")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.socket.close()
+
+
+def refused(status: int, body: bytes, url: str) -> RemoteError:
+    """The error for a refused WebSocket handshake: the server's own message when it sent agent_env's error form."""
+    try:
+        message = str(json.loads(body)["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        message = f"HTTP {status} {short(body.decode('utf-8', 'replace'))}"
+    text = f"the OpenEnv server at {url} refused the connection: {message}"
+    if status in (401, 403):
+        return UnauthorizedError(text)
+    if status in (400, 421):
+        return InvalidRequestError(text)
+    return ServerUnavailableError(text)
+
+
+def base_url(url: str) -> str:
+    """The server's base URL: no trailing slash, no `/ws`."""
+    url = url.rstrip("/")
+    url = url.removesuffix("/ws") if url.endswith("/ws") else url
+    if urlsplit(url).scheme not in ("http", "https", "ws", "wss"):
+        raise ValueError(
+            f"an OpenEnv server's URL starts with http://, https://, ws:// or wss://, not {url!r}"
+        )
+    return url
+
+
+def websocket_url(url: str) -> str:
+    """`http(s)://` as `ws(s)://`."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(scheme={"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)))
+
+
+def http_url(url: str) -> str:
+    """`ws(s)://` as `http(s)://`."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(scheme={"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)))
+
+
+def is_loopback(url: str) -> bool:
+    """Whether the URL's host is this machine (no proxy then, as OpenEnv's client does)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+__all__ = ["OpenEnvProvider", "OpenEnvSession", "WebSocketTransport"]
