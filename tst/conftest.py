@@ -1,4 +1,5 @@
-"""Fixtures every tier may share: one local Ray cluster for the whole test session, started only when first asked for."""
+"""Fixtures every tier may share, each started only when first asked for: one local Ray cluster for the whole test
+session, and the OpenEnv tier's (tst/openenv/fixtures.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 os.environ["RAY_AUTH_MODE"] = "token"
 os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(16)
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+pytest_plugins = ["tst.openenv.fixtures"]
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,209 @@
+"""The OpenEnv tier's one session fixture: OpenEnv's venvs, its real servers, agent_env's OpenEnv surface, and what
+OpenEnv's real clients saw there; loaded for every tier by tst/conftest.py, started only when a test asks for it.
+
+Everything that takes time starts at once and is waited for only when a test needs it: both venvs are built (or
+taken from the cache), then OpenEnv's server for each version starts on tst/openenv/ledger.py, `agent-env serve
+--openenv` starts twice (without a token for openenv-core 0.3.0, whose clients cannot send one; with one for openenv
+0.10.0), and each version's clients drive the agent_env server in a subprocess (tst/openenv/drive.py). Ports are
+free ones picked at start, servers are polled on `/health`, and every process is stopped by its own handle. The
+tier skips, saying why, only when the package index cannot be reached to build a venv that is not cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tst.openenv import venvs
+
+HERE = Path(__file__).resolve().parent
+VERSIONS = tuple(venvs.SPECS)
+TOKEN = "openenv-tier-token"
+LEDGER_SESSIONS = 4
+"""The ledger servers' `max_concurrent_envs`."""
+AGENT_ENV_EPISODES = 2
+"""The agent_env servers' `--max-episodes`."""
+STARTUP_SECONDS = 300.0
+"""How long a server may take to answer /health: importing openenv 0.10.0 (gradio, fastmcp) takes 20-35 s on an idle
+2-core machine, and the tier shares the machine with the rest of the suite."""
+
+
+class Process:
+    """A subprocess whose output goes to a log file; stopped by its own handle."""
+
+    def __init__(self, name: str, command: list[str], log: Path, **options: Any) -> None:
+        self.name = name
+        self.log = log
+        with log.open("wb") as output:
+            self.popen = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, **options)
+
+    def failed(self, why: str) -> RuntimeError:
+        tail = self.log.read_text(errors="replace")[-3000:]
+        return RuntimeError(f"{self.name} {why}; its output ends:\n{tail}")
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+class Server(Process):
+    """A server on a free loopback port; `url()` waits until it answers `{base}/health`."""
+
+    def __init__(self, name: str, command: list[str], base: str, log: Path, **options: Any) -> None:
+        super().__init__(name, command, log, **options)
+        self.base = base
+        self._ready = False
+
+    def url(self) -> str:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not self._ready:
+            with contextlib.suppress(httpx.TransportError):
+                self._ready = httpx.get(f"{self.base}/health", timeout=2).status_code == 200
+            if not self._ready:
+                if self.popen.poll() is not None:
+                    raise self.failed(f"exited with {self.popen.returncode} before answering /health")
+                if time.monotonic() > deadline:
+                    raise self.failed(f"did not answer /health within {STARTUP_SECONDS:g} s")
+                time.sleep(0.2)
+        return self.base
+
+
+class OpenEnvTier:
+    """The running tier; see the module docstring."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.processes: list[Process] = []
+        self._reports: dict[str, dict[str, Any]] = {}
+
+    def start(self) -> None:
+        """Build the venvs, then start every server and the clients; returns before the slow ones are up."""
+        with ThreadPoolExecutor(len(VERSIONS)) as pool:
+            self.pythons = dict(zip(VERSIONS, pool.map(venvs.python, VERSIONS), strict=True))
+        self.ledgers = {version: self._ledger(version) for version in VERSIONS}
+        self.agent_envs = {version: self._agent_env(version) for version in VERSIONS}
+        self.drivers = {version: self._driver(version) for version in VERSIONS}
+
+    def ledger_url(self, version: str) -> str:
+        """The base URL of OpenEnv `version`'s real server on the ledger, once it answers."""
+        return self.ledgers[version].url()
+
+    def client_report(self, version: str) -> dict[str, Any]:
+        """What OpenEnv `version`'s clients saw on `agent-env serve --openenv` (tst/openenv/drive.py)."""
+        if version not in self._reports:
+            driver = self.drivers[version]
+            try:
+                driver.popen.wait(timeout=STARTUP_SECONDS)
+            except subprocess.TimeoutExpired:
+                raise driver.failed(f"did not finish within {STARTUP_SECONDS:g} s") from None
+            if driver.popen.returncode != 0:
+                raise driver.failed(f"exited with {driver.popen.returncode}")
+            lines = driver.log.read_text().strip().splitlines()
+            self._reports[version] = json.loads(lines[-1])
+        return self._reports[version]
+
+    def close(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+
+    def _ledger(self, version: str) -> Server:
+        port = free_port()
+        command = [str(self.pythons[version]), str(HERE / "ledger.py"), str(port), str(LEDGER_SESSIONS)]
+        return self._start(
+            Server(
+                f"OpenEnv {version}'s server",
+                command,
+                f"http://127.0.0.1:{port}",
+                self._log(f"ledger-{version}"),
+            )
+        )
+
+    def _agent_env(self, version: str) -> Server:
+        port = free_port()
+        command = [
+            str(Path(sys.executable).parent / "agent-env"),
+            "serve",
+            "tst.data.toy:ToyDesk",
+            "--port",
+            str(port),
+            "--openenv",
+            "--max-episodes",
+            str(AGENT_ENV_EPISODES),
+            "--log-level",
+            "warning",
+        ]
+        if self.token(version):
+            command += ["--token", TOKEN]
+        environment = {key: value for key, value in os.environ.items() if key != "AGENT_ENV_TOKEN"}
+        environment["PYTHONPATH"] = str(venvs.ROOT)
+        base = f"http://127.0.0.1:{port}/openenv"
+        name = f"agent-env serve --openenv (for {version})"
+        return self._start(
+            Server(name, command, base, self._log(f"agent-env-{version}"), cwd=venvs.ROOT, env=environment)
+        )
+
+    def _driver(self, version: str) -> Process:
+        url = self.agent_envs[version].url()
+        command = [str(self.pythons[version]), str(HERE / "drive.py"), url, str(AGENT_ENV_EPISODES)]
+        token = self.token(version)
+        return self._start(
+            Process(
+                f"OpenEnv {version}'s clients",
+                [*command, *([token] if token else [])],
+                self._log(f"drive-{version}"),
+            )
+        )
+
+    def _start(self, process: Any) -> Any:
+        self.processes.append(process)
+        return process
+
+    def _log(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+    @staticmethod
+    def token(version: str) -> str | None:
+        """The agent_env server's token for a version's clients (openenv-core 0.3.0's clients send no headers)."""
+        return TOKEN if version != "0.3.0" else None
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def openenv_tier(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenEnvTier]:
+    """The OpenEnv tier, started on first use and stopped when the session ends."""
+    tier = OpenEnvTier(tmp_path_factory.mktemp("openenv"))
+    try:
+        tier.start()
+    except venvs.PyPIUnreachableError as error:
+        tier.close()
+        pytest.skip(f"OpenEnv's packages cannot be installed: {error}")
+    except BaseException:
+        tier.close()
+        raise
+    try:
+        yield tier
+    finally:
+        tier.close()
