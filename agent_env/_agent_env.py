@@ -92,6 +92,7 @@ class AgentEnv:
         headers: Mapping[str, str] | None = None,
         timeout: float = 60.0,
         name: str | None = None,
+        chat_template: TemplateSource | None = None,
     ) -> AgentEnv:
         """An OpenEnv environment with MCP tools at `url`, over its `/ws`; needs the `server` extra.
 
@@ -100,7 +101,8 @@ class AgentEnv:
         """
         from agent_env.openenv.client import OpenEnvProvider
 
-        return cls(OpenEnvProvider(url, headers=headers, timeout=timeout, name=name))
+        provider = OpenEnvProvider(url, headers=headers, timeout=timeout, name=name)
+        return cls(provider, chat_template=chat_template)
 
     def tools(self) -> list[dict[str, Any]]:
         """The published tools: `name`, `description`, `inputSchema`."""

@@ -440,13 +440,14 @@ class WebSocketTransport:
 
         ws_url = websocket_url(self.url) + "/ws"
         try:
+            # entered as `with connect(...)` enters it, in every websockets from 15 on (17.1 warns without it)
             socket = connect(
                 ws_url,
                 additional_headers=self.headers or None,
                 open_timeout=self.timeout,
                 max_size=MAX_MESSAGE_BYTES,
                 proxy=None if is_loopback(ws_url) else True,
-            ).__enter__()  # as `with connect(...)` does, in every websockets from 15 on (17.1 warns without it)
+            ).__enter__()
         except InvalidStatus as error:
             raise refused(error.response.status_code, bytes(error.response.body or b""), ws_url) from None
         except (OSError, TimeoutError, WebSocketException) as error:
