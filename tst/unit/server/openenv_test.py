@@ -445,6 +445,24 @@ def test_a_socket_to_a_host_the_server_does_not_answer_to_is_refused_with_421(se
     assert refused.value.status_code == 421
 
 
+def test_a_socket_from_a_web_page_of_another_site_is_refused_with_403_before_any_episode_opens(serve):
+    client = serve()
+    with (
+        pytest.raises(WebSocketDenialResponse) as refused,
+        client.websocket_connect(WS, headers={"Origin": "https://evil.example"}),
+    ):
+        pass
+    assert refused.value.status_code == 403
+    assert refused.value.json()["error"]["message"].startswith(
+        "requests from the web page at 'https://evil.example' are not allowed"
+    )
+    assert client.app.state.episodes.count() == 0
+    with client.websocket_connect(
+        WS, headers={"Origin": "http://localhost:3000"}
+    ) as ws:  # a page on this machine
+        assert ask(ws, {"type": "reset", "data": {}})["type"] == "observation"
+
+
 @pytest.mark.parametrize("prefix", ["", "/", "openenv", "/openenv/", "/mcp", "/episodes/x", "/open env"])
 def test_build_app_refuses_a_prefix_that_is_not_a_path_of_its_own(prefix):
     with pytest.raises(ValueError, match="openenv_prefix must be a path like '/openenv'"):
