@@ -38,6 +38,9 @@ logger = logging.getLogger("agent_env.server")
 MESSAGE_TOO_BIG = 1009
 """The WebSocket close code for a message larger than the server takes (RFC 6455)."""
 
+REFUSAL_WAIT = 5.0
+"""Seconds a refused connection waits for the client's first message, to answer it with the refusal."""
+
 Reply = dict[str, Any] | None
 """What the server sends back; None closes the session."""
 
@@ -120,7 +123,12 @@ class OpenEnvSocket:
             )
         except AgentEnvError as error:
             refusal = wire.error_message(str(error), wire.SESSION_ERROR if session_id else wire.FACTORY_ERROR)
-        await websocket.send_text(wire.dumps(refusal))
+        with contextlib.suppress(TimeoutError, WebSocketDisconnect, RuntimeError):
+            # answer the client's first message, so a client that sends before it reads (openenv-core 0.3.0's
+            # does) reads the refusal instead of a closed socket
+            await asyncio.wait_for(websocket.receive(), REFUSAL_WAIT)
+        with contextlib.suppress(Exception):
+            await websocket.send_text(wire.dumps(refusal))
         await _close(websocket)
         return None
 

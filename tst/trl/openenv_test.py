@@ -74,8 +74,8 @@ def test_a_grpo_step_on_an_openenv_server_shows_its_full_schemas_and_scores_with
 
     responses = [prompt for prompt in script.prompts if "<tool_response>" in prompt]
     refused = next(text for text in responses if "Invalid arguments" in text)
-    # TRL's tool message: the in-process refusal, to the letter
-    assert str({"error": HOLD_REFUSAL}) in refused
+    # The model reads the in-process refusal to the letter, inside TRL's {"error": ...}
+    assert "{'error': " + HOLD_REFUSAL + "}" in refused
     assert any("1 orders in the book" in text for text in responses)
     logged = trainer.state.log_history[0]
     assert logged["rewards/Ledger/mean"] == pytest.approx((1.0 + 0.25) / 2)  # the server's rewards, with done

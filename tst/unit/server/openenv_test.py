@@ -16,6 +16,7 @@ from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
 from agent_env.openenv import _wire as wire
+from agent_env.server import _openenv_socket as openenv_socket
 from agent_env.server.app import build_app
 from agent_env.session import LocalSession
 
@@ -238,18 +239,25 @@ def test_closing_or_dropping_the_socket_closes_its_episode(serve):
     wait_for(lambda: episodes.count() == 0)
 
 
-def test_past_max_episodes_a_socket_gets_capacity_reached_as_openenv_sends_it(serve):
+def test_past_max_episodes_a_socket_gets_capacity_reached_in_answer_to_its_first_message(serve):
     client = serve(max_episodes=1)
     with client.websocket_connect(WS) as first:
         ask(first, {"type": "reset", "data": {}})
         with client.websocket_connect(WS) as second:
-            refusal = json.loads(second.receive_text())
+            refusal = ask(second, {"type": "reset", "data": {}})
             with pytest.raises(WebSocketDisconnect):
                 second.receive_text()
     assert refusal["type"] == "error"
     assert refusal["data"]["code"] == "CAPACITY_REACHED"
     assert (refusal["data"]["active_sessions"], refusal["data"]["max_sessions"]) == (1, 1)
     assert refusal["data"]["message"].startswith("the server already holds 1 live episodes")
+
+
+def test_a_refused_socket_that_sends_nothing_still_gets_the_refusal(serve, monkeypatch):
+    monkeypatch.setattr(openenv_socket, "REFUSAL_WAIT", 0.2)
+    client = serve(max_episodes=1)
+    with client.websocket_connect(WS), client.websocket_connect(WS) as second:
+        assert json.loads(second.receive_text())["data"]["code"] == "CAPACITY_REACHED"
 
 
 def test_a_call_past_the_call_timeout_reports_timeout_and_the_next_reset_starts_afresh(serve):
@@ -319,10 +327,10 @@ def test_a_session_takes_one_socket_and_an_unknown_one_none(serve):
     session_id = rpc(client, "openenv/session/create")["result"]["session_id"]
     with client.websocket_connect(f"{WS}?session_id={session_id}"):
         with client.websocket_connect(f"{WS}?session_id={session_id}") as second:
-            refusal = json.loads(second.receive_text())["data"]
+            refusal = ask(second, {"type": "state"})["data"]
         assert refusal["code"] == "SESSION_ERROR" and "already has a WebSocket attached" in refusal["message"]
     with client.websocket_connect(f"{WS}?session_id=nope") as unknown:
-        refusal = json.loads(unknown.receive_text())["data"]
+        refusal = ask(unknown, {"type": "state"})["data"]
     assert refusal["code"] == "SESSION_ERROR" and refusal["message"].startswith(
         "episode 'nope' expired or unknown"
     )
