@@ -13,7 +13,7 @@ import pytest
 from agent_env.session import LocalProvider, Provider
 from tst.data.toy import ToyDesk
 
-PROVIDERS = ["local", "served", "ray"]
+PROVIDERS = ["local", "served", "ray", "openenv"]
 
 
 @pytest.fixture(params=PROVIDERS)
@@ -49,3 +49,15 @@ def ray_provider(ray_cluster: str) -> Iterator[Provider]:
     provider = RayProvider(ToyDesk, actors=2, pool="contract")
     yield provider
     provider.shutdown()
+
+
+@pytest.fixture(scope="session")
+def openenv_provider() -> Iterator[Provider]:
+    """Sessions of the toy over OpenEnv's /ws: `build_app` with its OpenEnv surface, under uvicorn on a free port."""
+    pytest.importorskip("websockets", reason="the server extra is not installed")
+    from agent_env.openenv import OpenEnvProvider
+    from agent_env.server.app import build_app
+    from tst.unit.server.running import running
+
+    with running(build_app(ToyDesk, openenv_prefix="/openenv")) as url:
+        yield OpenEnvProvider(f"{url}/openenv")

@@ -19,8 +19,12 @@ from agent_env import (
     UnknownToolError,
 )
 from agent_env.errors import AgentEnvError
+from agent_env.server.errors import DatasetNotFoundError
 from agent_env.session import Provider, Session
 from tst.data.toy import ToyDesk
+
+WITHOUT_DATASETS = {"openenv"}
+"""Providers whose wire carries no datasets (OpenEnv's /ws): their `dataset_rows` says so instead."""
 
 CURVE = {"hours": "HE07-HE10", "points": [[-50, 20], [50, 40]]}
 BAD = {"curves": [CURVE, {"hours": [25], "points": [[0, 1], [1, "x"]]}], "as_offers": [{"product": "reg"}]}
@@ -132,12 +136,19 @@ def test_async_tools_run_from_sync_and_async_callers(session):
 def test_a_provider_names_lists_and_opens_fresh_isolated_sessions(provider):
     assert provider.name == "ToyDesk"
     assert provider.tools() == ToyDesk.tools.published
-    assert provider.dataset_rows("test")[1]["task"] == "test-1"
     with provider.open() as first, provider.open() as second:
         first.reset()
         second.reset()
         first.call_tool("submit_offers", {"curves": [CURVE]})
         assert first.reward() == 0.1 and second.reward() == 0.0
+
+
+def test_a_provider_gives_the_environments_dataset_rows_or_says_its_wire_has_none(provider, request):
+    if request.node.callspec.params["provider"] in WITHOUT_DATASETS:
+        with pytest.raises(DatasetNotFoundError, match="publishes no datasets"):
+            provider.dataset_rows("test")
+        return
+    assert provider.dataset_rows("test")[1]["task"] == "test-1"
 
 
 Step = Callable[[Session], Any]
