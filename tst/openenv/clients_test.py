@@ -9,9 +9,9 @@ import pytest
 from agent_env import LocalSession
 from agent_env.openenv import _wire as wire
 from tst.data.toy import ToyDesk
-from tst.openenv.fixtures import VERSIONS
+from tst.openenv.fixtures import VERSIONS, OpenEnvTier
 
-pytestmark = pytest.mark.parametrize("version", VERSIONS)
+each_version = pytest.mark.parametrize("version", VERSIONS)
 
 MALFORMED = {"curves": [{"hours": "HE07", "points": [[0, 10], [100]]}]}
 
@@ -35,12 +35,14 @@ def published() -> list[dict]:
     ]
 
 
+@each_version
 def test_both_clients_list_the_published_schemas_byte_for_byte(openenv_tier, version):
     report = openenv_tier.client_report(version)
     assert report["generic"]["tools"] == published()  # over /ws
     assert report["mcp"]["tools"] == published()  # over /ws on 0.3.0, over POST /mcp on 0.10.0
 
 
+@each_version
 def test_generic_env_client_runs_an_episode_from_a_row_to_its_reward(openenv_tier, version):
     seen = openenv_tier.client_report(version)["generic"]
     assert seen["reset"] == [
@@ -62,6 +64,7 @@ def test_generic_env_client_runs_an_episode_from_a_row_to_its_reward(openenv_tie
     assert seen["not_mcp"].endswith("(code: VALIDATION_ERROR)")
 
 
+@each_version
 def test_mcp_tool_client_calls_tools_sees_the_in_process_errors_and_gets_the_reward_over_ws(
     openenv_tier, version
 ):
@@ -78,6 +81,7 @@ def test_mcp_tool_client_calls_tools_sees_the_in_process_errors_and_gets_the_rew
     assert seen["state"]["step_count"] == steps
 
 
+@each_version
 def test_past_max_episodes_a_client_gets_capacity_reached_and_a_closed_session_frees_its_slot(
     openenv_tier, version
 ):
@@ -87,9 +91,8 @@ def test_past_max_episodes_a_client_gets_capacity_reached_and_a_closed_session_f
     assert seen["after"] == {"metadata": {}, "text": "Task train-0: submit offers, then end your turn."}
 
 
+@pytest.mark.parametrize("version", [version for version in VERSIONS if OpenEnvTier.token(version)])
 def test_without_the_token_both_clients_are_refused_before_any_episode_opens(openenv_tier, version):
-    if openenv_tier.token(version) is None:
-        pytest.skip("openenv-core 0.3.0's clients send no headers, so its server runs without a token")
     seen = openenv_tier.client_report(version)["unauthorized"]
     assert seen["generic"].startswith("ConnectionError: Failed to connect to ws://")
     assert seen["generic"].endswith("server rejected WebSocket connection: HTTP 401")
