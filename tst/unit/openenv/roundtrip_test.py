@@ -13,7 +13,6 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent_env import AgentEnv, LocalSession
-from agent_env.errors import ToolArgumentError
 from agent_env.openenv.client import OpenEnvProvider
 from agent_env.server.app import build_app
 from agent_env.server.errors import EpisodeNotFoundError, ServerUnavailableError, UnauthorizedError
@@ -85,13 +84,6 @@ def test_an_episode_over_openenv_reads_as_it_does_in_process(transport):
     ]  # refused here: never sent
     remote.close()
     assert transport.client.app.state.episodes.count() == 0
-
-
-def test_a_malformed_call_fails_with_the_in_process_message():
-    session = LocalSession(ToyDesk())
-    session.reset()
-    with pytest.raises(ToolArgumentError, match=r"curves\[0\]\.points\[1\]: \[100\] has less than 2 items"):
-        session.call_tool("submit_offers", MALFORMED)
 
 
 def test_over_a_real_socket_the_token_is_checked_on_the_handshake_and_a_message_too_large_ends_the_session():
