@@ -20,7 +20,6 @@ from typing import Any
 from agent_env.environment import TURN_ENDED, Environment
 from agent_env.errors import (
     AgentEnvError,
-    EpisodeNotStartedError,
     SessionClosedError,
     ToolArgumentError,
     ToolDefinitionError,
@@ -41,11 +40,14 @@ from agent_env.server.errors import (
     ServerUnavailableError,
     TooManyEpisodesError,
 )
-from agent_env.session import NOTHING_TO_SCORE, EpisodeState, Session, require_running
+from agent_env.session import EpisodeState, Session, nothing_to_score, require_running
 from agent_env.tools import END_TURN, Tool, ToolSet
 
 _REFUSALS = frozenset({wire.CAPACITY_REACHED, wire.FACTORY_ERROR, wire.SESSION_ERROR})
 """Error codes a server sends before it closes the connection: no session there."""
+
+END_TURN_CALLED = "end_turn was called"
+"""What ended an episode, as the message of a later call says it, when end_turn did."""
 
 DEFAULT_NAME = "OpenEnv"
 """The environment's name when the server's `/metadata` gives none."""
@@ -204,6 +206,7 @@ class OpenEnvSession(Session):
         self._connection: Connection | None = None
         self._reward: float | None = None
         self._lost: str | None = None
+        self._ended_by = END_TURN_CALLED
         self._lock = threading.RLock()
 
     def tools(self) -> list[dict[str, Any]]:
@@ -218,6 +221,7 @@ class OpenEnvSession(Session):
             self.state = EpisodeState.RUNNING
             self._reward = None
             self._lost = None
+            self._ended_by = END_TURN_CALLED
             observation = data.get("observation")
             return wire.observation_text(observation) if isinstance(observation, dict) else None
 
@@ -228,15 +232,17 @@ class OpenEnvSession(Session):
             result: str = tool.function(self, **tool.bind(arguments))
             if name == END_TURN:
                 self.state = EpisodeState.ENDED
+                self._ended_by = END_TURN_CALLED
             return result
 
     def reward(self) -> float:
         with self._lock:
             self._require_open()
             if self.state is EpisodeState.NEW:
-                raise EpisodeNotStartedError(NOTHING_TO_SCORE)
+                raise nothing_to_score()
             if self.state is EpisodeState.RUNNING and self._lost is None:
                 self.call_tool(END_TURN, {})
+                self._ended_by = "its reward was read, which ends a running episode"
             return self._reward if self._reward is not None else 0.0
 
     def close(self) -> None:
@@ -257,6 +263,7 @@ class OpenEnvSession(Session):
             self._reward = float(reward)
         if data.get("done") is True:
             self.state = EpisodeState.ENDED
+            self._ended_by = f"the server answered tool '{name}' with done: true"
         observation = data.get("observation")
         if not isinstance(observation, dict):
             return wire.as_text(observation)
@@ -307,7 +314,7 @@ class OpenEnvSession(Session):
         self._require_open()
         if self._lost is not None and self.state is EpisodeState.RUNNING:
             raise EpisodeNotFoundError(self._lost)
-        require_running(self.state, name)
+        require_running(self.state, name, ended_by=self._ended_by)
 
 
 def exchange(connection: Connection, message: dict[str, Any], action: str) -> dict[str, Any]:

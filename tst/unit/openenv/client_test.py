@@ -230,8 +230,12 @@ def test_calls_before_reset_and_after_the_episode_ended_get_the_in_process_error
         session.reward()
     session.reset()
     session.call_tool("submit", {"total": 3})  # done: true
-    with pytest.raises(EpisodeEndedError, match="tool 'place_orders' was called after the episode ended"):
+    with pytest.raises(EpisodeEndedError) as ended:
         session.call_tool("place_orders", PLACE)
+    assert str(ended.value) == (
+        "tool 'place_orders' was called after the episode ended (the server answered tool 'submit' with done: "
+        "true); call reset(...) to start another"
+    )
     assert server.messages() == [LIST_TOOLS, {"type": "reset", "data": {}}, call("submit", {"total": 3})]
 
 
