@@ -19,7 +19,7 @@ from agent_env.errors import AgentEnvError
 from agent_env.openenv import _wire as wire
 from agent_env.schema._validator import short
 from agent_env.server._episodes import EpisodeRegistry
-from agent_env.server._json import NotJsonError, read_json
+from agent_env.server._json import NotJsonError, parse_json
 from agent_env.server._openenv_sessions import OpenEnvSessions
 from agent_env.server.errors import EpisodeNotFoundError, TooManyEpisodesError
 
@@ -49,7 +49,7 @@ class OpenEnvRpc:
     async def endpoint(self, request: Request) -> Response:
         """`POST {prefix}/mcp`: one JSON-RPC request, answered with HTTP 200 whatever happened (as OpenEnv does)."""
         try:
-            payload = read_json(await request.body())
+            payload = await parse_json(await request.body())  # the guard has bounded its size and values
         except NotJsonError as error:
             answer = wire.rpc_error(
                 None, wire.PARSE_ERROR, f"Parse error: the body is not standard JSON: {error}"

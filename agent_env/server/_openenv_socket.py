@@ -6,7 +6,8 @@ from the message's data (a dataset row), `step` lists the tools or calls one (`{
 Calls run through the registry, so they are validated and run exactly as in process: a tool error comes back in
 the call's observation (`error: {"error_type", "message"}` with the in-process message), and `end_turn` answers
 `done: true` with the episode's reward. A message that is not standard JSON, or larger than the server's body
-limit, and a connection idle past the idle timeout are refused the way the rest of the server refuses them.
+limit or holding more values than its value limit, and a connection idle past the idle timeout are refused the way
+the rest of the server refuses them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from agent_env.errors import AgentEnvError, ToolArgumentError, UnknownToolError
 from agent_env.openenv import _wire as wire
 from agent_env.schema._validator import short
 from agent_env.server._episodes import EpisodeRegistry
-from agent_env.server._json import NotJsonError, read_json
+from agent_env.server._guard import json_values
+from agent_env.server._json import NotJsonError, parse_json
 from agent_env.server._limits import Limits
 from agent_env.server._mcp import MODEL_ERRORS
 from agent_env.server._openenv_rpc import OpenEnvRpc
@@ -162,8 +164,14 @@ class OpenEnvSocket:
         return raw
 
     async def _answer(self, connection: Connection, raw: bytes) -> Reply:
+        most = self.limits.max_body_values
+        if most is not None and len(raw) > most and (count := json_values(raw)) > most:
+            return _invalid(
+                f"it holds about {count} JSON values (counted from its commas and brackets), more than the server's "
+                f"limit of {most}; send fewer"
+            )
         try:
-            message = read_json(raw)
+            message = await parse_json(raw)
         except NotJsonError as error:
             return wire.error_message(f"Invalid JSON: {error}", wire.INVALID_JSON)
         if not isinstance(message, dict):

@@ -214,6 +214,17 @@ def test_a_message_over_the_body_limit_closes_the_socket_with_1009_and_frees_the
     wait_for(lambda: client.app.state.episodes.count() == 0)
 
 
+def test_a_message_of_more_values_than_the_limit_is_refused_unparsed_and_the_session_goes_on(serve):
+    client = serve(max_body_values=100)
+    with client.websocket_connect(WS) as ws:
+        ask(ws, {"type": "reset", "data": {}})
+        refused = ask(ws, call("submit", offers=[{"hour": 1, "mw": 1}] * 60))
+        assert refused["data"]["code"] == "VALIDATION_ERROR"
+        assert refused["data"]["message"].startswith("Invalid message: it holds about 187 JSON values")
+        assert refused["data"]["message"].endswith("more than the server's limit of 100; send fewer")
+        assert ask(ws, call("add", amount=1))["data"]["observation"]["result"]["data"] == "total 1"
+
+
 def test_an_idle_socket_is_closed_and_its_episode_freed(serve):
     client = serve(idle_timeout=0.3)
     with client.websocket_connect(WS) as ws:
