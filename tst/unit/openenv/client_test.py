@@ -205,6 +205,8 @@ def test_a_call_that_breaks_the_schema_is_refused_here_with_the_in_process_messa
         session.call_tool("place_orders", {"orders": [{"side": "hold", "qty": 300}], "extra": 1})
     assert str(refused.value) == (
         "Invalid arguments for tool 'place_orders'; fix these and call it again:\n"
+        '- orders[0].side: expected one of "buy", "sell"; got "hold"\n'
+        "- orders[0].qty: 300 is greater than the maximum of 100\n"
         "- extra: unknown argument; this tool takes note, orders"
     )
     with pytest.raises(ToolArgumentError) as refused:
