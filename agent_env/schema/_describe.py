@@ -19,16 +19,50 @@ _Kind = jsonschema_rs.ValidationErrorKind
 
 
 def describe(
-    errors: Iterable[jsonschema_rs.ValidationError], schema: Any = None, skip: Collection[str] = ()
+    errors: Iterable[jsonschema_rs.ValidationError],
+    schema: Any = None,
+    skip: Collection[str] = (),
+    order: ReadingOrder | None = None,
 ) -> Iterable[str]:
     """One line per error (`path: problem`), leaving out lines about the paths in `skip` (described otherwise).
 
     `schema` is the schema the errors come from; with it, an unknown key's line says which keys its object takes.
+    `order`, given the instance, puts the lines in reading order, the errors inside an `anyOf` branch included.
     """
-    for error in errors:
-        for line in _describe_one(error, schema):
+    for error in sorted(errors, key=order) if order is not None else errors:
+        for line in _describe_one(error, schema, order):
             if line.partition(": ")[0] not in skip:
                 yield line
+
+
+class ReadingOrder:
+    """Sort key putting errors in the order their paths appear in the arguments (a parent before its items), so the
+    message reads the same whatever order a jsonschema-rs version reports in; errors on one path keep that order."""
+
+    def __init__(self, root: Any) -> None:
+        self._root = root
+        self._key_positions: dict[int, dict[str, int]] = {}
+
+    def __call__(self, error: jsonschema_rs.ValidationError) -> list[int]:
+        path = list(error.instance_path)
+        if isinstance(error.kind, _Kind.AdditionalProperties) and error.kind.unexpected:
+            path.append(
+                error.kind.unexpected[0]
+            )  # its line names the unknown key, so it reads at that key's place
+        positions, value = [], self._root
+        for step in path:
+            if isinstance(value, dict):
+                if id(value) not in self._key_positions:
+                    self._key_positions[id(value)] = {key: index for index, key in enumerate(value)}
+                positions.append(self._key_positions[id(value)].get(step, len(value)))
+                value = value.get(step)
+            elif isinstance(value, list) and isinstance(step, int):
+                positions.append(step)
+                value = value[step] if step < len(value) else None
+            else:
+                positions.append(0)
+                value = None
+        return positions
 
 
 def bulleted(problems: Sequence[str]) -> list[str]:
@@ -40,12 +74,14 @@ def bulleted(problems: Sequence[str]) -> list[str]:
     return lines
 
 
-def _describe_one(error: jsonschema_rs.ValidationError, schema: Any) -> Iterable[str]:
+def _describe_one(
+    error: jsonschema_rs.ValidationError, schema: Any, order: ReadingOrder | None
+) -> Iterable[str]:
     kind, path, sent = error.kind, json_path(error.instance_path), error.instance
     if isinstance(kind, _Kind.AnyOf | _Kind.OneOfNotValid):
         branch = _closest_branch(kind.context, len(error.instance_path))
         if branch is not None:
-            yield from describe(branch, schema)
+            yield from describe(branch, schema, order=order)
             return
         expected = " or ".join(dict.fromkeys(_branch_summary(branch) for branch in kind.context))
         yield f"{path}: expected {expected}; got {got(sent)}"

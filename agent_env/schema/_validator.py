@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema_rs
 
 from agent_env.errors import ToolArgumentError
-from agent_env.schema._describe import bulleted, describe, json_path, short
+from agent_env.schema._describe import ReadingOrder, bulleted, describe, json_path, short
 
 __all__ = ["MAX_DEPTH", "ArgumentValidator", "format_problems", "json_path", "short", "validator_for"]
 
@@ -58,7 +58,10 @@ class ArgumentValidator:
             ]
         try:
             errors = self._validator.iter_errors(checked)
-            found = [*shape.non_finite, *describe(errors, self._schema, skip=shape.non_finite_paths())]
+            described = describe(
+                errors, self._schema, skip=shape.non_finite_paths(), order=ReadingOrder(checked)
+            )
+            found = [*shape.non_finite, *described]
         except ValueError as error:  # a value jsonschema-rs cannot read: a set, bytes, a key not a string
             return shape.unrepresentable or [f"(arguments): not JSON values ({error})"]
         if not found:

@@ -97,3 +97,48 @@ def test_validators_are_compiled_once_per_schema():
 )
 def test_json_path_reads_like_code(path, text):
     assert json_path(path) == text
+
+
+ORDERED = {
+    "type": "object",
+    "properties": {
+        "alpha": {"type": "integer"},
+        "beta": {"type": "array", "maxItems": 1, "items": {"type": "integer", "maximum": 5}},
+        "gamma": {
+            "anyOf": [{"type": "string"}, {"type": "object", "properties": {"x": {"type": "integer"}}}]
+        },
+    },
+    "required": ["alpha", "beta", "gamma", "delta"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"gamma": {"x": "no"}, "beta": [9, 9], "zeta": 1, "alpha": "no"},
+        {"zeta": 1, "alpha": "no", "beta": [9, 9], "gamma": {"x": "no"}},
+    ],
+)
+def test_problems_read_in_the_order_of_the_arguments_whatever_order_the_validator_reports(arguments):
+    """jsonschema-rs versions report errors in different orders; the message follows the arguments' own order,
+    the object's own problems first, then each key in turn, a parent before its items."""
+    problems = validator_for(ORDERED).problems(arguments)
+    expected = {
+        "(arguments)": "(arguments): missing required property 'delta'",
+        "gamma": 'gamma.x: expected integer; got string "no"',
+        "beta": "beta: [9,9] has more than 1 item",
+        "zeta": "zeta: unknown argument; this tool takes alpha, beta, gamma",
+        "alpha": 'alpha: expected integer; got string "no"',
+    }
+    beta_items = [
+        "beta[0]: 9 is greater than the maximum of 5",
+        "beta[1]: 9 is greater than the maximum of 5",
+    ]
+    order = ["(arguments)", *arguments]
+    wanted = []
+    for key in order:
+        wanted.append(expected[key])
+        if key == "beta":
+            wanted += beta_items
+    assert problems == wanted
