@@ -4,7 +4,7 @@ PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 RUN := $(UV) run --frozen
 
-.PHONY: install test unit-test trl-test ray-test lint format bench soak demo
+.PHONY: install test unit-test trl-test ray-test matrix lint format bench soak demo
 
 .venv/.installed: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -25,6 +25,11 @@ trl-test: install
 
 ray-test: install
 	$(RUN) pytest tst/contract tst/ray
+
+# The unit and TRL tiers in a clean venv per supported combination (.ci/matrix.py): the floors on Python 3.11,
+# uv.lock's newest on 3.12 and 3.13. Venvs are cached in .cache/matrix and rebuilt when their inputs change.
+matrix: install
+	UV="$(UV)" $(RUN) python .ci/matrix.py
 
 lint: install
 	$(RUN) ruff check agent_env tst bench

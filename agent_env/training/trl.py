@@ -21,7 +21,9 @@ from agent_env.training.templates import DEFAULT_TEMPLATE, ChatTemplate, Templat
 
 logger = logging.getLogger("agent_env")
 
-MIN_TRL = "1.15"
+MIN_TRL = "1.16"  # the oldest TRL the version matrix tests (`make matrix`)
+_SCHEMA_SAFE_TRL = "1.15"  # the first that lists tools on the class, so SchemaTools reach the prompt
+_warned_untested: set[str] = set()
 
 
 class TRLEnvironment:
@@ -81,17 +83,26 @@ def environment_class(
 
 def check_trl_version() -> None:
     """Refuse a TRL that would drop SchemaTools from the prompt without a word (TRL <= 1.14 lists tools on the
-    instance with `inspect.ismethod`, which a SchemaTool is not)."""
+    instance with `inspect.ismethod`, which a SchemaTool is not), and warn once on one the matrix does not test."""
     try:
         installed = importlib.metadata.version("trl")
     except importlib.metadata.PackageNotFoundError:
         return
     from packaging.version import Version
 
-    if Version(installed) < Version(MIN_TRL):
+    if Version(installed) < Version(_SCHEMA_SAFE_TRL):
         raise RuntimeError(
             f"TRL {installed} lists an environment's tools on the instance and would silently drop every tool "
             f"schema agent_env publishes; upgrade with `pip install 'trl>={MIN_TRL}'`"
+        )
+    if Version(installed) < Version(MIN_TRL) and installed not in _warned_untested:
+        _warned_untested.add(installed)
+        logger.warning(
+            "TRL %s shows agent_env's tool schemas, but agent_env is tested with TRL >= %s only: TRL 1.15's GRPO "
+            "step needs Triton (a GPU) and its AsyncGRPO needs aiohttp. Upgrade with `pip install 'trl>=%s'`.",
+            installed,
+            MIN_TRL,
+            MIN_TRL,
         )
 
 

@@ -71,3 +71,20 @@ def test_the_quoted_schema_refusal_is_what_definition_says():
     with pytest.raises(ToolDefinitionError) as refused:
         type("Lookup", (Environment,), {"lookup": tool(input_schema=schema)(lookup)})
     assert str(refused.value) + "\n" == QUOTED[1]
+
+
+def test_supported_versions_table_is_what_make_matrix_runs(monkeypatch):
+    """The README's table is `python .ci/matrix.py readme`: pyproject.toml's floors and uv.lock's newest versions."""
+    import importlib.util
+
+    path = Path(__file__).parents[2] / ".ci" / "matrix.py"
+    spec = importlib.util.spec_from_file_location("ci_matrix", path)
+    assert spec is not None and spec.loader is not None
+    matrix = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, matrix)  # its dataclass looks itself up there
+    spec.loader.exec_module(matrix)
+    section = README[README.index("## Supported versions") :]
+    assert matrix.readme_table() in section, (
+        "README's versions table is stale: paste `python .ci/matrix.py readme`"
+    )
+    assert [row.name for row in matrix.ROWS] == ["floor", "newest-3.12", "newest-3.13"]

@@ -3,6 +3,7 @@
 import importlib.metadata
 import inspect
 import json
+import logging
 import pickle
 import sys
 from typing import Annotated
@@ -126,9 +127,25 @@ def test_trl_1_14_is_refused_because_it_would_drop_the_schema_tools(factory, mon
         importlib.metadata, "version", lambda name: "1.14.0" if name == "trl" else real_version(name)
     )
     with pytest.raises(
-        RuntimeError, match=r"TRL 1.14.0 lists .* on the instance .*`pip install 'trl>=1.15'`"
+        RuntimeError, match=r"TRL 1.14.0 lists .* on the instance .*`pip install 'trl>=1.16'`"
     ):
         factory()
+
+
+def test_trl_1_15_builds_with_one_warning_that_it_is_untested(factory, monkeypatch, caplog):
+    real_version = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda name: "1.15.0" if name == "trl" else real_version(name)
+    )
+    monkeypatch.setattr("agent_env.training.trl._warned_untested", set())
+    with caplog.at_level(logging.WARNING, logger="agent_env"):
+        factory()
+        factory()
+    warnings = [
+        record.getMessage() for record in caplog.records if "tested with TRL >= 1.16" in record.getMessage()
+    ]
+    assert len(warnings) == 1
+    assert "Triton" in warnings[0] and "pip install 'trl>=1.16'" in warnings[0]
 
 
 def test_why_trl_1_14_is_refused_its_discovery_drops_schema_tools(factory):
