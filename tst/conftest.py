@@ -16,6 +16,9 @@ import pytest
 os.environ["RAY_AUTH_MODE"] = "token"
 os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(16)
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# Under `uv run` (as `make test` and `make matrix` start pytest), Ray would start its workers with `uv run` in the
+# project's default venv, not this interpreter's: a matrix row on Python 3.12 then gets 3.11 actors that never start.
+os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
 
 pytest_plugins = ["tst.openenv.fixtures"]
 
