@@ -28,12 +28,13 @@ ray-test: install
 
 # The unit and TRL tiers in a clean venv per supported combination (.ci/matrix.py): the floors on Python 3.11,
 # uv.lock's newest on 3.12 and 3.13. Venvs are cached in .cache/matrix and rebuilt when their inputs change.
+ROWS ?=
 matrix: install
-	UV="$(UV)" $(RUN) python .ci/matrix.py
+	UV="$(UV)" $(RUN) python .ci/matrix.py $(ROWS)
 
 lint: install
-	$(RUN) ruff check agent_env tst bench
-	$(RUN) ruff format --check agent_env tst bench
+	$(RUN) ruff check agent_env tst bench .ci
+	$(RUN) ruff format --check agent_env tst bench .ci
 	$(RUN) mypy
 
 format: install

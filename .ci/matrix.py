@@ -8,7 +8,8 @@ Rows (the README's "Supported versions" lists the same, from `python .ci/matrix.
 
 Each row's venv lives in .cache/matrix/<row>/ and is rebuilt only when what it was built from changes: pyproject.toml,
 uv.lock for the newest rows, the interpreter, or this script's build steps. Packages come from uv's cache.
-A row whose interpreter is missing is skipped, and the run says so; the run fails if a row that ran failed.
+A row whose interpreter is missing fails, saying where it looked: supported means tested. To run fewer rows, name
+them (`make matrix ROWS=floor`).
 
 Usage: python .ci/matrix.py [ROW ...]   run the rows (all by default)
        python .ci/matrix.py readme      print the README's table (needs `packaging`: run it in the dev venv)
@@ -85,7 +86,10 @@ def find_python(version: str) -> tuple[str, str] | tuple[None, str]:
     )
     for candidate in filter(None, candidates):
         probe = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
-        result = subprocess.run([candidate, "-c", probe], capture_output=True, text=True)
+        try:
+            result = subprocess.run([candidate, "-c", probe], capture_output=True, text=True)
+        except OSError:  # not there, or not executable
+            continue
         if result.returncode == 0 and result.stdout.startswith(f"{version}."):
             return candidate, result.stdout.strip()
     where = (
@@ -259,7 +263,10 @@ def run(rows: list[Row]) -> int:
     for row in rows:
         python, found = find_python(row.python)
         if python is None:
-            message = f"SKIPPED: no working Python {row.python} (looked at {found})"
+            message = (
+                f"FAILED: no working Python {row.python} (looked at {found}); install it, point"
+                f" MATRIX_PYTHON_{row.python.replace('.', '_')} at one, or run the other rows (make matrix ROWS=...)"
+            )
             print(f"[{row.name}] {message}", flush=True)
             results.append((row, message))
             continue
