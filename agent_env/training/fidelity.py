@@ -159,16 +159,18 @@ def _judge(template: ChatTemplate, published: dict[str, Any], family: Family | N
         return template.render(PROBE, [entry(tool)])
 
     try:
-        stock = render(published)
-    except Exception as error:  # whatever a template raises is the finding
-        return ToolFidelity(name, "fails", error=f"{type(error).__name__}: {error}")
-    try:
         bare = template.render(PROBE, None)
     except Exception:  # a template that needs tools to render at all
         bare = ""
-    if _no_trace(stock, bare, published):
+    try:
+        stock: str | None = render(published)
+    except Exception as error:  # whatever a template raises is the finding, unless the lowering avoids it
+        if family is None:
+            return ToolFidelity(name, "fails", error=f"{type(error).__name__}: {error}")
+        stock = None  # gpt-oss's template raises on an enum with a non-string default; its lowering says it in words
+    if stock is not None and _no_trace(stock, bare, published):
         return ToolFidelity(name, "no tool block")
-    if shows_exactly(stock, published):
+    if stock is not None and shows_exactly(stock, published):
         return ToolFidelity(name, "exact")
 
     def render_lowered(tool: dict[str, Any]) -> str:
@@ -178,6 +180,8 @@ def _judge(template: ChatTemplate, published: dict[str, Any], family: Family | N
         baseline = render_lowered(published)
     except Exception as error:
         return ToolFidelity(name, "fails", error=f"{type(error).__name__}: {error}")
+    if stock is None and _no_trace(baseline, bare, published):
+        return ToolFidelity(name, "no tool block")
     lost: list[str] = []
     if published["description"]:
         problem = _tool_description_problem(published, render_lowered, baseline)

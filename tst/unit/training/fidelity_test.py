@@ -135,6 +135,26 @@ def test_a_template_without_a_tool_block_and_one_that_raises_are_told_apart():
     assert "this template takes no tools" in (report.tools[0].error or "")
 
 
+def test_a_schema_the_stock_gptoss_template_raises_on_is_lossless_once_lowered():
+    """gptoss.jinja concatenates an `enum` parameter's default as a string, so a non-string default raises; the
+    lowering says the enum and its default in words, and the verdict judges that rather than the raise."""
+    published = {
+        "name": "pick",
+        "description": "Pick one.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"level": {"enum": ["low", "high", 1, None], "default": 1}},
+            "additionalProperties": False,
+        },
+    }
+    template = resolve_template("gptoss")
+    stock = tool_fidelity(template, published, None)
+    assert stock.status == "fails" and "TypeError" in (stock.error or "")
+    lowered = tool_fidelity(template, published, family_of(template.text))
+    assert lowered.status == "lossless", lowered
+    assert lowered.tested > 0
+
+
 def test_verdicts_are_cached_per_template_lowering_and_tool(monkeypatch):
     template = resolve_template("gemma4")
     family = family_of(template.text)
