@@ -41,15 +41,15 @@ class ReadingOrder:
 
     def __init__(self, root: Any) -> None:
         self._root = root
-        self._key_positions: dict[int, dict[str, int]] = {}
+        self._key_positions: dict[int, dict[Any, int]] = {}
 
     def __call__(self, error: jsonschema_rs.ValidationError) -> list[int]:
         path = list(error.instance_path)
         if isinstance(error.kind, _Kind.AdditionalProperties) and error.kind.unexpected:
-            path.append(
-                error.kind.unexpected[0]
-            )  # its line names the unknown key, so it reads at that key's place
-        positions, value = [], self._root
+            # its line names the unknown key, so it reads at that key's place
+            path.append(error.kind.unexpected[0])
+        positions: list[int] = []
+        value = self._root
         for step in path:
             if isinstance(value, dict):
                 if id(value) not in self._key_positions:
