@@ -20,9 +20,11 @@ def require_training_stack() -> None:
     """Raise `TrainingUnavailableError`, saying what to install, unless TRL and torch can be imported."""
     missing = [name for name in ("trl", "torch") if importlib.util.find_spec(name) is None]
     if missing:
+        from agent_env.training.trl import MIN_TRL
+
         raise TrainingUnavailableError(
             f"--train runs a real trl.GRPOTrainer and needs {' and '.join(missing)}: "
-            "pip install 'trl>=1.15' torch (agent-env's extras leave the training stack to you)"
+            f"pip install 'trl>={MIN_TRL}' torch (agent-env's extras leave the training stack to you)"
         )
 
 
