@@ -87,6 +87,16 @@ def test_nan_is_not_a_number():
     assert "curves[0].points[0][0]" in message
 
 
+def test_an_integer_past_64_bits_is_judged_by_the_schema_like_any_other():
+    # jsonschema-rs before 0.35 could not read one ("int too big to convert"), so a valid call was refused as
+    # "not JSON values": the reason for its floor in pyproject.toml.
+    validator = validator_for({"type": "object", "properties": {"n": {"type": "integer", "maximum": 2**70}}})
+    validator.validate("count", {"n": 2**64})
+    with pytest.raises(ToolArgumentError) as refused:
+        validator.validate("count", {"n": 2**71})
+    assert str(refused.value).endswith(f"- n: {2**71} is greater than the maximum of {2**70}")
+
+
 def test_validators_are_compiled_once_per_schema():
     assert validator_for(dict(CURVES)) is validator_for(CURVES)
 
