@@ -85,3 +85,17 @@ class ToyDesk(Environment):
         await asyncio.sleep(0)
         self.notes.append(text)
         return f"{len(self.notes)} notes"
+
+
+VALID = {
+    "curves": [
+        {"hours": "HE07-HE10", "points": [[-100, 15], [100, 40]]},
+        {"hours": [17, 18, 19], "points": [[0, 50], [80, 90]]},
+        {"hours": "HE20", "points": [[0, 30], [100, 60]]},
+    ],
+    "as_offers": [{"product": "regup", "hours": "HE07", "mw": 10, "price": 4}],
+}
+"""A valid `submit_offers` call: three curves and one AS offer (tst/openenv/drive.py keeps a copy: it runs in
+OpenEnv's venvs, where agent_env is not installed)."""
+MALFORMED = {"curves": [{"hours": "HE07", "points": [[0, 10], [100]]}]}
+"""A `submit_offers` call whose second point lacks its price: refused at `curves[0].points[1]`."""

@@ -17,6 +17,7 @@ from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
 
+# The calls of tst/data/toy.py, copied: this script runs where agent_env is not installed.
 VALID = {
     "curves": [
         {"hours": "HE07-HE10", "points": [[-100, 15], [100, 40]]},

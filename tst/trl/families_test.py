@@ -19,18 +19,8 @@ from agent_env import AgentEnv
 from agent_env.training.families import family_of
 from agent_env.training.fidelity import tool_part
 from agent_env.training.templates import from_processing_class
-from tst.data.toy import ToyDesk
+from tst.data.toy import MALFORMED, VALID, ToyDesk
 from tst.trl.conftest import Script, family_tokenizer, grpo_config
-
-VALID = {
-    "curves": [
-        {"hours": "HE07-HE10", "points": [[-100, 15], [100, 40]]},
-        {"hours": [17, 18, 19], "points": [[0, 50], [80, 90]]},
-        {"hours": "HE20", "points": [[0, 30], [100, 60]]},
-    ],
-    "as_offers": [{"product": "regup", "hours": "HE07", "mw": 10, "price": 4}],
-}
-MALFORMED = {"curves": [{"hours": "HE07", "points": [[0, 10], [100]]}]}
 
 
 def gemma4_value(value: Any) -> str:

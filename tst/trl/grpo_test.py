@@ -10,18 +10,8 @@ import pytest
 from agent_env import AgentEnv
 from agent_env.training import SchemaTool
 from agent_env.training._render_check import expected_rendering, tojson
-from tst.data.toy import ToyDesk
+from tst.data.toy import MALFORMED, VALID, ToyDesk
 from tst.trl.conftest import async_rollout_loop, grpo_config
-
-VALID = {
-    "curves": [
-        {"hours": "HE07-HE10", "points": [[-100, 15], [100, 40]]},
-        {"hours": [17, 18, 19], "points": [[0, 50], [80, 90]]},
-        {"hours": "HE20", "points": [[0, 30], [100, 60]]},
-    ],
-    "as_offers": [{"product": "regup", "hours": "HE07", "mw": 10, "price": 4}],
-}
-MALFORMED = {"curves": [{"hours": "HE07", "points": [[0, 10], [100]]}]}
 
 
 def tool_call(arguments: dict) -> str:
