@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from agent_env.schema._describe import bulleted, describe, json_path, short
+from agent_env.schema._describe import ReadingOrder, bulleted, describe, json_path, short
 
 MAX_SCHEMA_DEPTH = 100
 """The deepest a schema may nest (objects and arrays, refs inlined). Walks over schemas recurse; past this they
@@ -34,42 +34,54 @@ def check_schema(schema: Any) -> None:
 
 
 def schema_problems(schema: Any) -> list[str]:
-    """Every problem of `schema`, one `place: problem` line each; the metaschema is consulted only for JSON."""
-    found = json_problems(schema) or sorted(dict.fromkeys(describe(_metaschema().iter_errors(schema))))
-    return [
-        line.replace("(arguments): ", "the top level: ", 1) if line.startswith("(") else line
-        for line in found
-    ]
+    """Every problem of `schema`, one `place: problem` line each, in the order the schema reads.
 
-
-def json_problems(value: Any) -> list[str]:
-    """Where `value` is not plain JSON (a key not a string, a set, NaN) or nests past `MAX_SCHEMA_DEPTH`.
-
-    Iterative, so no nesting makes it recurse; it stops at the first place nested too deep.
+    What is not JSON is named first; the metaschema then judges the rest, with those values left out, so one NaN
+    does not hide a misspelt type. A schema nested too deep is judged by its depth alone.
     """
     problems: list[str] = []
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
-    while stack:
-        value, path = stack.pop()
-        if len(path) > MAX_SCHEMA_DEPTH:
-            return [*problems, too_deep(path)]
-        if isinstance(value, dict):
-            for key, item in reversed(value.items()):
-                if isinstance(key, str):
-                    stack.append((item, (*path, key)))
-                else:
-                    problems.append(
-                        f"{schema_place(path)}: key {short(key)} is not a string; names are strings"
-                    )
-        elif isinstance(value, list):
-            stack.extend((item, (*path, index)) for index, item in reversed(list(enumerate(value))))
-        elif isinstance(value, float) and not math.isfinite(value):
-            problems.append(
-                f"{schema_place(path)}: expected a finite number; got {value} (JSON has no NaN or Infinity)"
-            )
-        elif not isinstance(value, str | int | float | type(None)):
-            problems.append(f"{schema_place(path)}: {type(value).__name__} is not a JSON value")
+    try:
+        plain = _plain_json(schema, (), problems)
+    except _TooDeep as deep:
+        return [*problems, too_deep(deep.path)]
+    named = {problem.partition(": ")[0] for problem in problems}
+    errors = _metaschema().iter_errors(plain)
+    for line in dict.fromkeys(describe(errors, order=ReadingOrder(plain))):
+        line = line.replace("(arguments): ", "the top level: ", 1) if line.startswith("(") else line
+        if line.partition(": ")[0] not in named:  # a value left out is already named where it was
+            problems.append(line)
     return problems
+
+
+class _TooDeep(Exception):
+    def __init__(self, path: tuple[str | int, ...]) -> None:
+        self.path = path
+
+
+def _plain_json(value: Any, path: tuple[str | int, ...], problems: list[str]) -> Any:
+    """`value` with what is not JSON left out (a value becomes null, a key is dropped), each place noted in
+    `problems`; raises `_TooDeep` past `MAX_SCHEMA_DEPTH`, so the recursion is bounded."""
+    if len(path) > MAX_SCHEMA_DEPTH:
+        raise _TooDeep(path)
+    if isinstance(value, dict):
+        plain = {}
+        for key, item in value.items():
+            if isinstance(key, str):
+                plain[key] = _plain_json(item, (*path, key), problems)
+            else:
+                problems.append(f"{schema_place(path)}: key {short(key)} is not a string; names are strings")
+        return plain
+    if isinstance(value, list):
+        return [_plain_json(item, (*path, index), problems) for index, item in enumerate(value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        problems.append(
+            f"{schema_place(path)}: expected a finite number; got {value} (JSON has no NaN or Infinity)"
+        )
+        return None
+    if not isinstance(value, str | int | float | type(None)):
+        problems.append(f"{schema_place(path)}: {type(value).__name__} is not a JSON value")
+        return None
+    return value
 
 
 def too_deep(path: tuple[str | int, ...], why: str = "") -> str:

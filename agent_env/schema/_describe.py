@@ -13,6 +13,7 @@ import jsonschema_rs
 MAX_PROBLEMS = 8
 """Lines shown of a longer list of problems; past this the reader is better served fixing the first ones."""
 _MAX_VALUE_CHARS = 60
+_MAX_PATH_CHARS = 200
 _MAX_NAMES = 20
 
 _Kind = jsonschema_rs.ValidationErrorKind
@@ -95,7 +96,7 @@ def _describe_one(
     elif isinstance(kind, _Kind.AdditionalProperties):
         owner = _subschema(schema, error.schema_path[:-1])
         for name in kind.unexpected:
-            yield f"{_key_path(error.instance_path, name)}: {unknown_key(error.instance_path, owner)}"
+            yield f"{json_path([*error.instance_path, name])}: {unknown_key(error.instance_path, owner)}"
     else:
         message = error.message
         if len(message) > 2 * _MAX_VALUE_CHARS:
@@ -124,13 +125,6 @@ def takes(schema: Any, noun: str) -> str:
     if schema.get("additionalProperties", True) is not False:
         return f"takes {', '.join(shown)}, and more" if shown else f"takes {noun} of any name"
     return f"takes {', '.join(shown)}" if shown else f"takes no {noun}"
-
-
-def _key_path(path: Sequence[str | int], name: str) -> str:
-    """The path of key `name` in the object at `path`, the name cut short if it is long."""
-    if len(name) <= _MAX_VALUE_CHARS:
-        return json_path([*path, name])
-    return f"{json_path(path)}[{short(name)}]" if path else short(name)
 
 
 def _subschema(schema: Any, steps: Iterable[str | int]) -> Any:
@@ -168,15 +162,23 @@ def _branch_summary(branch: list[Any]) -> str:
 
 
 def json_path(path: Iterable[str | int]) -> str:
-    """Write an instance path the way a model reads it: `curves[0].points[1]` (and `properties.n.$ref`)."""
+    """Write an instance path the way a model reads it: `curves[0].points[1]` (and `properties.n.$ref`).
+
+    A long key is cut short, and so is a long path (in its middle), so no name can flood the message.
+    """
     text = ""
     for part in path:
         if isinstance(part, int):
             text += f"[{part}]"
+        elif len(part) > _MAX_VALUE_CHARS:
+            text += f"[{short(part)}]"
         elif part.isidentifier() or (part[:1] == "$" and part[1:].isidentifier()):
             text += f".{part}" if text else part
         else:
             text += f"[{json.dumps(part)}]"
+    if len(text) > _MAX_PATH_CHARS:
+        half = (_MAX_PATH_CHARS - 3) // 2
+        text = f"{text[:half]}...{text[-half:]}"
     return text or "(arguments)"
 
 

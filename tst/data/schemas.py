@@ -167,3 +167,20 @@ SEVERAL_PROBLEMS = {
     "additionalProperties": False,
 }
 """A schema with four problems, all of which one refusal names."""
+
+NOT_JSON_AND_INVALID = {
+    "type": "object",
+    "properties": {"a": {"type": "strin"}, "b": {"maximum": math.nan}},
+    "required": True,
+}
+"""A value that is not JSON beside two metaschema problems: one refusal names all three, the first one first."""
+
+LONG_NAMES = {
+    "type": "object",
+    "properties": {f"k{i}" * 20_000: {"type": "strin"} for i in range(20)},
+    "additionalProperties": False,
+}
+"""Twenty misspelt types under property names of 40,000 to 60,000 characters: the refusal stays short."""
+
+OUT_OF_ORDER_NAMES = {"type": "object", "properties": {f"p{i}": {"type": "strin"} for i in range(12)}}
+"""Problems at p0 ... p11: listed as the schema reads (p0, p1, p2, ...), not as strings sort (p0, p1, p10, ...)."""

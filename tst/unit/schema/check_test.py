@@ -9,7 +9,17 @@ import pytest
 
 from agent_env import Environment, ToolDefinitionError, tool
 from agent_env.schema import MAX_SCHEMA_DEPTH, check_schema
-from tst.data.schemas import MALFORMED, NOT_SCHEMAS, SCHEMA_DEPTH, SEVERAL_PROBLEMS, TYPES, Malformed
+from tst.data.schemas import (
+    LONG_NAMES,
+    MALFORMED,
+    NOT_JSON_AND_INVALID,
+    NOT_SCHEMAS,
+    OUT_OF_ORDER_NAMES,
+    SCHEMA_DEPTH,
+    SEVERAL_PROBLEMS,
+    TYPES,
+    Malformed,
+)
 
 
 def define(schema: object) -> type[Environment]:
@@ -72,6 +82,32 @@ def test_the_list_of_problems_is_bounded():
     lines = str(refused.value).splitlines()
     assert len(lines) == 1 + 8 + 1 and lines[-1] == "- ... and 42 more"
     assert "anyOf" not in str(refused.value)
+
+
+def test_a_value_that_is_not_json_does_not_hide_the_other_problems():
+    with pytest.raises(ToolDefinitionError) as refused:
+        define(NOT_JSON_AND_INVALID)
+    assert str(refused.value).splitlines() == [
+        "tool 'f': not a valid JSON Schema (2020-12); fix these:",
+        "- properties.b.maximum: expected a finite number; got nan (JSON has no NaN or Infinity)",
+        f'- properties.a.type: expected one of {TYPES}; got "strin"',
+        "- required: expected array; got boolean true",
+    ]
+
+
+def test_problems_are_listed_as_the_schema_reads():
+    with pytest.raises(ToolDefinitionError) as refused:
+        define(OUT_OF_ORDER_NAMES)
+    places = [line.split(".")[1] for line in str(refused.value).splitlines()[1:9]]
+    assert places == [f"p{i}" for i in range(8)]
+
+
+def test_long_property_names_do_not_make_a_long_refusal():
+    with pytest.raises(ToolDefinitionError) as refused:
+        define(LONG_NAMES)
+    message = str(refused.value)
+    assert len(message) < 2_500, len(message)
+    assert message.count('got "strin"') == 8 and message.endswith("- ... and 12 more")
 
 
 def test_a_valid_schema_passes():
