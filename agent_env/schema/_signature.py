@@ -76,16 +76,16 @@ def signature_schema(
         raise ToolDefinitionError(
             f"tool '{tool_name}': its type hints cannot be resolved ({error})"
         ) from None
+    _check_documented(docstring, parameters)
     fields: dict[str, Any] = {}
-    for parameter in parameters.named.values():
+    for published, parameter in parameters.named.items():
         if parameter.name not in hints:
             raise ToolDefinitionError(
                 f"tool '{tool_name}': parameter '{parameter.name}' has no type hint; annotate it "
                 f"(for example `{parameter.name}: int`, or a pydantic model for nested arguments)"
             )
-        fields[parameter.name] = _field(
-            hints[parameter.name], parameter, docstring.parameters.get(parameter.name)
-        )
+        described = docstring.parameters.get(parameter.name, docstring.parameters.get(published))
+        fields[parameter.name] = _field(hints[parameter.name], parameter, described)
     name = "".join(part.capitalize() for part in tool_name.split("_")) + "Arguments"
     try:
         model = create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
@@ -95,6 +95,18 @@ def signature_schema(
             f"tool '{tool_name}': its parameters have no JSON Schema ({error})"
         ) from None
     return close_objects(schema), ArgumentModel(model, parameters.python_names())
+
+
+def _check_documented(docstring: Docstring, parameters: Parameters) -> None:
+    """Refuse a docstring that describes a parameter the tool does not have: its words would reach no one."""
+    names = {*parameters.named, *(parameter.name for parameter in parameters.named.values())}
+    stray = [name for name in docstring.parameters if name not in names]
+    if stray:
+        takes = ", ".join(parameters.named) or "no arguments"
+        raise ToolDefinitionError(
+            f"tool '{parameters.tool_name}': its docstring describes {', '.join(map(repr, stray))}, which it does "
+            f"not take (it takes {takes}); name each parameter as it is declared or published"
+        )
 
 
 def _field(annotation: Any, parameter: inspect.Parameter, described: str | None) -> tuple[Any, FieldInfo]:

@@ -21,6 +21,7 @@ from agent_env import (
 from agent_env.errors import AgentEnvError
 from agent_env.server.errors import DatasetNotFoundError
 from agent_env.session import Provider, Session
+from tst.data.authoring import NOT_AN_OBJECT
 from tst.data.toy import ToyDesk
 
 WITHOUT_DATASETS = {"openenv"}
@@ -60,7 +61,7 @@ def test_an_invalid_call_names_the_path_and_changes_nothing(session):
     assert session.reward() == 0.1  # one curve in the book, as before the refused call
 
 
-@pytest.mark.parametrize("arguments", [[["curves", []]], "curves", None])
+@pytest.mark.parametrize("arguments", [arguments for arguments, _ in NOT_AN_OBJECT])
 def test_arguments_that_are_no_object_are_refused_as_in_process(session, arguments):
     with pytest.raises(ToolArgumentError) as raised:
         session.call_tool("submit_offers", arguments)

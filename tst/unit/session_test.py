@@ -15,6 +15,7 @@ from agent_env import (
     ToolError,
     UnknownToolError,
 )
+from tst.data.authoring import NOT_AN_OBJECT
 from tst.data.toy import ToyDesk
 
 CURVE = {"hours": "HE07-HE10", "points": [[-50, 20], [50, 40]]}
@@ -148,12 +149,7 @@ def test_a_provider_opens_fresh_isolated_sessions():
 
 @pytest.mark.parametrize(
     ("arguments", "got"),
-    [
-        ([["curves", []]], 'got array [["curves", []]]'),
-        ('{"curves": []}', 'got string "{\\"curves\\": []}"'),
-        (None, "got null"),
-        (7, "got integer 7"),
-    ],
+    NOT_AN_OBJECT,
     ids=["list of pairs", "JSON text", "None", "number"],
 )
 def test_arguments_that_are_not_a_mapping_are_refused_saying_what_to_send(session, arguments, got):

@@ -128,7 +128,7 @@ def test_tool_names_that_are_not_tools_are_unknown(session, name):
         ({"../../etc/passwd": 1}, '- ["../../etc/passwd"]: unknown argument; this tool takes bands, hours'),
         ({"self": 1}, "- self: unknown argument; this tool takes bands, hours"),
         ({1: "a", "hours": "all"}, "- (arguments): key 1 is not a string"),
-        ({"n" * 10_000: 1}, f'- "{"n" * 56}...: unknown argument; this tool takes bands, hours'),
+        ({"n" * 10_000: 1}, f'- ["{"n" * 56}...]: unknown argument; this tool takes bands, hours'),
     ],
 )
 def test_argument_names_that_are_not_parameters_are_refused_by_name(session, arguments, line):

@@ -4,15 +4,14 @@ Property names that are not Python identifiers (`from`) are published through a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pytest
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
-from typing_extensions import TypedDict
+from pydantic import AliasChoices, Field
 
 from agent_env import Environment, LocalSession, ToolArgumentError, ToolDefinitionError, tool
 from agent_env.envs import ENVIRONMENTS, load_environment
+from tst.data.authoring import MISSPELT_KEYS, Booking
 from tst.data.toy import ToyDesk
 
 
@@ -48,37 +47,6 @@ def refusal(tool_class: type[Environment], name: str, arguments: Any) -> list[st
     return str(refused.value).splitlines()[1:]
 
 
-class Meeting(BaseModel):
-    room: str
-    minutes: int
-
-
-class Stop(TypedDict):
-    city: str
-
-
-@dataclass
-class Seat:
-    row: int
-
-
-class Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    kind: str
-
-
-class Booking(Episodic):
-    @tool
-    def book(self, meeting: Meeting, stops: list[Stop], seat: Seat | None = None) -> str:
-        """Book a meeting."""
-        return "booked"
-
-    @tool
-    def tag(self, labels: dict[str, int], note: Open) -> dict[str, Any]:
-        """Tag with free-form labels."""
-        return {"labels": labels, "extra": note.model_extra}
-
-
 # Finding 1: unknown keys, type-hinted tools.
 
 
@@ -89,18 +57,9 @@ def test_every_object_a_type_hinted_tool_publishes_says_whether_it_takes_other_k
             assert "additionalProperties" in schema, f"{published['name']} {where}"
 
 
-def test_a_misspelt_nested_key_is_refused_naming_the_path_not_dropped():
-    arguments = {
-        "meeting": {"room": "A", "minutes": 30, "minuts": 45},
-        "stops": [{"city": "Oslo", "cty": "x"}],
-    }
-    assert refusal(Booking, "book", arguments) == [
-        "- meeting.minuts: unknown property; meeting takes minutes, room",
-        "- stops[0].cty: unknown property; stops[0] takes city",
-    ]
-    assert refusal(
-        Booking, "book", {"meeting": {"room": "A", "minutes": 1}, "stops": [], "seat": {"row": 1, "col": 2}}
-    ) == ["- seat.col: unknown property; seat takes row"]
+@pytest.mark.parametrize(("arguments", "lines"), MISSPELT_KEYS)
+def test_a_misspelt_nested_key_is_refused_naming_the_path_not_dropped(arguments, lines):
+    assert refusal(Booking, "book", arguments) == lines
 
 
 def test_an_unknown_argument_is_refused_and_the_published_top_level_says_so():
@@ -279,3 +238,42 @@ def route_kwargs(self, a: str, **rest: str) -> str: ...
 def test_names_that_cannot_work_are_refused_saying_what_to_do(function, expected):
     with pytest.raises(ToolDefinitionError, match=expected):
         define(f=tool(name="f")(function))
+
+
+def test_a_docstring_may_describe_an_aliased_parameter_by_either_name():
+    def by_python_name(self, from_: Annotated[str, Field(alias="from")]) -> str:
+        """Route.
+
+        Args:
+            from_: Where from.
+        """
+        return ""
+
+    def by_published_name(self, from_: Annotated[str, Field(alias="from")]) -> str:
+        """Route.
+
+        Args:
+            from: Where from.
+        """
+        return ""
+
+    probe = define(a=tool(name="a")(by_python_name), b=tool(name="b")(by_published_name))
+    for name in ("a", "b"):
+        assert probe.tools[name].input_schema["properties"]["from"]["description"] == "Where from."
+
+
+def test_a_docstring_that_describes_no_parameter_is_refused_not_dropped():
+    def misspelt(self, to: str) -> str:
+        """Route.
+
+        Args:
+            too: Where to.
+        """
+        return ""
+
+    with pytest.raises(
+        ToolDefinitionError,
+        match=r"tool 'f': its docstring describes 'too', which it does not take \(it takes to\); name each "
+        r"parameter as it is declared or published",
+    ):
+        define(f=tool(name="f")(misspelt))
