@@ -76,6 +76,12 @@ class Parameters:
                     f"list '{published}' in 'required' (or give the parameter a default)"
                 )
         closed = schema.get("additionalProperties") is False and not schema.get("patternProperties")
+        unlisted = [name for name in schema.get("required", []) if name not in schema.get("properties", {})]
+        if closed and unlisted:
+            raise ToolDefinitionError(
+                f"tool '{self.tool_name}': input_schema requires {', '.join(map(repr, unlisted))} but takes no key "
+                "beyond its properties, which do not list it, so no call could pass; add it to properties"
+            )
         if not closed and self.rest is None:
             raise ToolDefinitionError(
                 f"tool '{self.tool_name}': input_schema allows arguments beyond its properties, which the method "

@@ -57,9 +57,7 @@ def test_the_quoted_unknown_key_refusal_is_what_the_session_says(desks):
     with env.open() as session:
         session.reset()
         with pytest.raises(ToolArgumentError) as refused:
-            session.call_tool(
-                "submit", {"curves": [{"hour": "HE07", "points": [[0, 1], [1, 2]]}]}
-            )
+            session.call_tool("submit", {"curves": [{"hour": "HE07", "points": [[0, 1], [1, 2]]}]})
     assert str(refused.value) + "\n" == QUOTED[0]
 
 

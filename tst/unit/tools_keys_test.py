@@ -277,3 +277,22 @@ def test_a_docstring_that_describes_no_parameter_is_refused_not_dropped():
         r"parameter as it is declared or published",
     ):
         define(f=tool(name="f")(misspelt))
+
+
+def test_an_explicit_schema_that_requires_a_key_it_cannot_take_is_refused():
+    schema = {
+        "type": "object",
+        "properties": {"to": {"type": "string"}},
+        "required": ["to", "from"],
+        "additionalProperties": False,
+    }
+
+    def route(self, /, **arguments):
+        return ""
+
+    with pytest.raises(
+        ToolDefinitionError,
+        match=r"tool 'f': input_schema requires 'from' but takes no key beyond its properties, which do not list "
+        r"it, so no call could pass; add it to properties",
+    ):
+        define(f=tool(name="f", input_schema=schema)(route))
