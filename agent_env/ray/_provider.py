@@ -294,8 +294,11 @@ class RaySession(Session):
             try:
                 observation: str | None = self.provider.request(self.episode_id, "reset", row, action="reset")
                 return observation
-            except (EpisodeNotFoundError, CallTimeoutError):
-                self.episode_id = None  # lost with its actor, idled out or timed out: a reset starts afresh
+            except EpisodeNotFoundError:
+                self.episode_id = None  # lost with its actor or idled out: a reset starts afresh
+            except CallTimeoutError:
+                self._drop()  # closed on its actor; the reset is not run again elsewhere
+                raise
         self.episode_id, observation = self.provider.place(row, "reset")
         return observation
 

@@ -20,6 +20,7 @@ class WhereDesk(Environment):
     def reset(self, **row: Any) -> str:
         if "seed" in row and not isinstance(row["seed"], int):
             raise TypeError(f"seed must be an integer, not {row['seed']!r}")
+        time.sleep(row.get("sleep", 0))  # a reset that takes its time
         self.total = self.start + row.get("seed", 0)
         return f"counter starts at {self.total}"
 

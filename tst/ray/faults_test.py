@@ -74,6 +74,21 @@ def test_a_call_past_the_timeout_raises_the_typed_error_and_closes_its_episode(w
             assert session.episode_id != episode_id
 
 
+def test_a_reset_past_the_timeout_raises_the_typed_error_once_and_is_not_run_again(where):
+    with where.open() as session:
+        session.reset(seed=3)
+        episode_id = session.episode_id
+        live = sum(where.loads().values())
+        with pytest.raises(CallTimeoutError) as raised:
+            session.reset(seed=4, sleep=30)
+        assert str(raised.value).startswith(
+            "reset did not finish within the Ray pool's call timeout of 2 s; "
+        )
+        assert repr(episode_id) in str(raised.value)  # the session's own episode, not a second try elsewhere
+        assert session.episode_id is None and sum(where.loads().values()) == live - 1
+        assert session.reset(seed=5) == "counter starts at 5"
+
+
 def test_an_actor_that_does_not_answer_at_all_times_out_on_the_caller_side(ray_cluster):
     provider = RayProvider(WhereDesk, actors=1, pool="frozen", call_timeout=1.0)
     try:
