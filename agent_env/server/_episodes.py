@@ -145,14 +145,14 @@ class EpisodeRegistry:
             episode.last_used = time.monotonic()
         return episode.id, observation
 
-    async def reset(self, episode_id: str, row: Mapping[str, Any]) -> str | None:
+    async def reset(self, episode_id: str, row: Mapping[str, Any], surface: Surface = CONTROL) -> str | None:
         """Start the next episode on the same environment instance; return its first observation."""
-        async with self._use(episode_id, CONTROL) as episode:
+        async with self._use(episode_id, surface) as episode:
             return await self._reset(episode, row)
 
-    async def call(self, episode_id: str, name: str, arguments: Any) -> str:
+    async def call(self, episode_id: str, name: str, arguments: Any, surface: Surface = CONTROL) -> str:
         """Validate and run one tool call, as `LocalSession.call_tool` does; return its text."""
-        async with self._use(episode_id, CONTROL) as episode:
+        async with self._use(episode_id, surface) as episode:
             return await self._call(episode, name, arguments)
 
     async def call_and_score(
@@ -171,17 +171,17 @@ class EpisodeRegistry:
             with _failures_reported("reward()", episode):
                 return text, await self._run(episode, session.reward, "reward()")
 
-    async def reward(self, episode_id: str) -> float:
+    async def reward(self, episode_id: str, surface: Surface = CONTROL) -> float:
         """The episode's reward, ending it first if it is still running."""
-        async with self._use(episode_id, CONTROL) as episode:
+        async with self._use(episode_id, surface) as episode:
             with _failures_reported("reward()", episode):
                 return await self._run(episode, _session(episode).reward, "reward()")
 
-    def close(self, episode_id: str) -> None:
+    def close(self, episode_id: str, surface: Surface = CONTROL) -> None:
         """Close an episode and free it; a call already running on it still answers, and nothing more runs on it."""
         episode = self._episodes.get(episode_id)
         if episode is None:
-            raise EpisodeNotFoundError(self._not_found(episode_id, CONTROL))
+            raise EpisodeNotFoundError(self._not_found(episode_id, surface))
         self._discard(episode)
 
     async def dataset_rows(self, split: str) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from agent_env.openenv import _wire as wire
 from agent_env.schema._validator import short
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._json import NotJsonError, parse_json
-from agent_env.server._openenv_sessions import OpenEnvSessions
+from agent_env.server._openenv_sessions import OPENENV, OpenEnvSessions
 from agent_env.server.errors import EpisodeNotFoundError, TooManyEpisodesError
 
 _REQUEST_KEYS = frozenset({"jsonrpc", "method", "params", "id"})
@@ -98,7 +98,7 @@ class OpenEnvRpc:
         if self.episodes.is_live(session_id):
             self.sessions.step(session_id)
         try:
-            text = await self.episodes.call(session_id, name, arguments)
+            text = await self.episodes.call(session_id, name, arguments, OPENENV)
         except EpisodeNotFoundError as error:
             raise RpcError(wire.INVALID_PARAMS, str(error)) from None
         except AgentEnvError as error:

@@ -10,8 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_env.server._episodes import EpisodeRegistry
+from agent_env.server._episodes import EpisodeRegistry, Surface
 from agent_env.server.errors import InvalidRequestError
+
+OPENENV = Surface(
+    start_hint="call reset(...)",
+    start_again="reset on a new session (a new /ws connection, or openenv/session/create)",
+    make_room="close sessions you no longer use (a close message, or openenv/session/close)",
+)
+"""OpenEnv's clients reset an episode, and start afresh on a new connection or session."""
 
 
 class OpenEnvSessions:
@@ -32,7 +39,7 @@ class OpenEnvSessions:
             ResetError: The environment's reset refused the row (nothing is left open).
         """
         self._forget_closed()
-        episode_id, observation = await self.episodes.open(row)
+        episode_id, observation = await self.episodes.open(row, OPENENV)
         self._steps[episode_id] = 0
         if attach:
             self._attached.add(episode_id)
@@ -46,7 +53,7 @@ class OpenEnvSessions:
             InvalidRequestError: A WebSocket is attached to it already.
         """
         if not self.episodes.is_live(episode_id):
-            self.episodes.close(episode_id)  # raises the registry's own "expired or unknown" error
+            self.episodes.close(episode_id, OPENENV)  # raises the registry's own "expired or unknown" error
         if episode_id in self._attached:
             raise InvalidRequestError(
                 f"session {episode_id[:64]!r} already has a WebSocket attached; one socket drives a session at a time"
@@ -68,7 +75,7 @@ class OpenEnvSessions:
             EpisodeNotFoundError: No live episode has that id.
         """
         if not self.episodes.is_live(episode_id):
-            self.episodes.close(episode_id)  # raises the registry's own "expired or unknown" error
+            self.episodes.close(episode_id, OPENENV)  # raises the registry's own "expired or unknown" error
         if episode_id in self._attached:
             self._closing.add(episode_id)
             return False

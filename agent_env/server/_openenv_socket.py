@@ -31,7 +31,7 @@ from agent_env.server._json import NotJsonError, parse_json
 from agent_env.server._limits import Limits
 from agent_env.server._mcp import MODEL_ERRORS
 from agent_env.server._openenv_rpc import OpenEnvRpc
-from agent_env.server._openenv_sessions import OpenEnvSessions
+from agent_env.server._openenv_sessions import OPENENV, OpenEnvSessions
 from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, TooManyEpisodesError
 from agent_env.tools import END_TURN
 
@@ -190,7 +190,7 @@ class OpenEnvSocket:
         if not isinstance(row, dict):
             return _invalid("a reset's data must be a JSON object: the dataset row to start the episode from")
         try:
-            observation = await self.episodes.reset(connection.episode_id, row)
+            observation = await self.episodes.reset(connection.episode_id, row, OPENENV)
         except EpisodeNotFoundError as error:
             if not connection.owned:
                 return wire.error_message(str(error), wire.EXECUTION_ERROR)
@@ -235,9 +235,9 @@ class OpenEnvSocket:
         if not isinstance(name, str) or not isinstance(arguments, dict):
             return _invalid('a call_tool action needs "tool_name" (a string) and "arguments" (a JSON object)')
         try:
-            text = await self.episodes.call(connection.episode_id, name, arguments)
+            text = await self.episodes.call(connection.episode_id, name, arguments, OPENENV)
             if name == END_TURN:
-                reward = await self.episodes.reward(connection.episode_id)
+                reward = await self.episodes.reward(connection.episode_id, OPENENV)
                 return wire.observation_message(wire.call_result(name, text), reward=reward, done=True)
         except MODEL_ERRORS as error:
             return wire.observation_message(wire.call_error(name, _error_type(error), str(error)))

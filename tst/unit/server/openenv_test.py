@@ -26,6 +26,10 @@ WS = "/openenv/ws"
 RPC = "/openenv/mcp"
 
 
+START_AGAIN = "reset on a new session (a new /ws connection, or openenv/session/create)"
+"""How every OpenEnv message says to start afresh: OpenEnv's own ways, never the control API's POST /episodes."""
+
+
 @pytest.fixture
 def serve() -> Iterator[Callable[..., TestClient]]:
     """`serve(**build_app_options)`: a started toy app with the OpenEnv surface at /openenv, in process."""
@@ -261,7 +265,10 @@ def test_past_max_episodes_a_socket_gets_capacity_reached_in_answer_to_its_first
     assert refusal["type"] == "error"
     assert refusal["data"]["code"] == "CAPACITY_REACHED"
     assert (refusal["data"]["active_sessions"], refusal["data"]["max_sessions"]) == (1, 1)
-    assert refusal["data"]["message"].startswith("the server already holds 1 live episodes")
+    assert refusal["data"]["message"].startswith(
+        "the server already holds 1 live episodes, its limit: close sessions you no longer use (a close message, "
+        "or openenv/session/close)"
+    )  # OpenEnv's own ways, never the control API's DELETE /episodes
 
 
 def test_a_refused_socket_that_sends_nothing_still_gets_the_refusal(serve, monkeypatch):
@@ -282,6 +289,7 @@ def test_a_call_past_the_call_timeout_reports_timeout_and_the_next_reset_starts_
         )
         gone = ask(ws, call("add", amount=1))["data"]["observation"]["error"]
         assert gone["error_type"] == "execution_error" and "expired or unknown" in gone["message"]
+        assert error["message"].endswith(START_AGAIN) and gone["message"].endswith(START_AGAIN)
         assert (
             ask(ws, {"type": "reset", "data": {"seed": 4}})["data"]["observation"]["text"]
             == "counter starts at 4"
@@ -345,6 +353,7 @@ def test_a_session_takes_one_socket_and_an_unknown_one_none(serve):
     assert refusal["code"] == "SESSION_ERROR" and refusal["message"].startswith(
         "episode 'nope' expired or unknown"
     )
+    assert refusal["message"].endswith(START_AGAIN)
 
 
 @pytest.mark.parametrize(
