@@ -83,9 +83,12 @@ def judge_headers(scope: Scope, limits: Limits, open_paths: Collection[str] = OP
     if scope["type"] == "http" and scope["method"] not in BODYLESS_METHODS:
         content_type = headers.get("content-type")
         if (content_type is not None or _has_body(headers)) and not is_json(content_type):
-            message = (
-                f"the body must be JSON, sent with 'Content-Type: application/json', not {content_type!r}"
+            sent = (
+                f"not {content_type!r}"
+                if content_type is not None
+                else "and this request names no Content-Type"
             )
+            message = f"the body must be JSON, sent with 'Content-Type: application/json', {sent}"
             return Refusal(InvalidRequestError(message), 415)
     return None
 
