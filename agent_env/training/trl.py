@@ -16,7 +16,7 @@ from agent_env.training._parsing import prepare_parsing
 from agent_env.training._render_check import discovered_tools, plan_tools, render_check
 from agent_env.training._tools import AsyncSchemaTool, SchemaTool
 from agent_env.training._trainer import Trainer, calling_trainer
-from agent_env.training.families import family_of
+from agent_env.training.families import Family, family_of
 from agent_env.training.templates import DEFAULT_TEMPLATE, ChatTemplate, TemplateSource, resolve_template
 
 logger = logging.getLogger("agent_env")
@@ -128,19 +128,25 @@ class EnvironmentFactory:
     def __init__(self, provider: Provider, *, chat_template: TemplateSource | None = None) -> None:
         self.provider = provider
         self.chat_template = chat_template
-        self._classes: dict[str, type[TRLEnvironment]] = {}
+        self._built: dict[str, tuple[type[TRLEnvironment], Family | None]] = {}
+        """Each checked template's environment class and family, by the template's key."""
         self._lock = threading.Lock()
         self._warned = False
 
     def __call__(self) -> TRLEnvironment:
         trainer = calling_trainer()
         template = self._template(trainer)
-        environment_type = self._classes.get(template.key)
-        if environment_type is None:
+        built = self._built.get(template.key)
+        if built is None:
             with self._lock:
-                if template.key not in self._classes:
+                if template.key not in self._built:
                     return self._build(template, trainer)
-            environment_type = self._classes[template.key]
+            built = self._built[template.key]
+        environment_type, family = built
+        if (
+            trainer is not None
+        ):  # a later trainer (a sweep, a notebook run again) brings a tokenizer of its own
+            prepare_parsing(trainer, family)
         return environment_type(self.provider.open())
 
     def _template(self, trainer: Trainer | None) -> ChatTemplate:
@@ -190,7 +196,7 @@ class EnvironmentFactory:
             " and ".join(verdicts),
             f" ({family.name} lowering)" if family is not None and "lossless" in verdicts else "",
         )
-        self._classes[template.key] = environment_type
+        self._built[template.key] = (environment_type, family)
         return probe
 
     def __getstate__(self) -> dict[str, Any]:

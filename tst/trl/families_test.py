@@ -222,3 +222,24 @@ def test_the_documented_one_liner_gives_a_tokenizer_the_response_template_that_r
         ]
         == VALID
     )
+
+
+def test_every_trainer_a_factory_serves_reads_every_gptoss_call_form_not_only_the_first(tmp_path):
+    from transformers.utils.chat_parsing.response_parser import parse_response
+    from trl import GRPOTrainer
+
+    from agent_env.inspection.grpo import tiny_qwen3
+
+    env = AgentEnv.local(ToyDesk)
+    prefix = "<|start|>user<|message|>Trade.<|end|><|start|>assistant"
+    for run in range(2):  # a sweep, or a notebook cell run again: one factory, a fresh tokenizer each time
+        tokenizer = family_tokenizer("gptoss")
+        GRPOTrainer(
+            model=tiny_qwen3(tokenizer),
+            processing_class=tokenizer,
+            args=grpo_config(tmp_path / str(run)),
+            train_dataset=env.dataset("train"),
+            environment_factory=env.factory,
+        )
+        parsed = parse_response(gptoss_channel_call(VALID), tokenizer.response_template, prefix=prefix)
+        assert parsed.get("tool_calls"), f"trainer {run + 1} misses harmony-form calls"
