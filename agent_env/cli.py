@@ -266,15 +266,16 @@ def check(
     appears unchanged), lossless (the template rewrites it, lowered for Gemma 4 and gpt-oss, and removing or
     changing any keyword still changes the prompt), transformed (some keywords do not reach the model: listed),
     no tool block, or fails (the template raises). Tokens: the real Qwen3 tokenizer under qwen3, method schemas
-    against published ones. Exits 1 when a tool is neither exact nor lossless under a template named explicitly.
+    against published ones. Exits 1 when a tool is neither exact nor lossless under a template named explicitly, or
+    when a trainer's factory would refuse that template for a reason no lowering fixes (said under the table).
     """
-    from agent_env.inspection.probe import method_tools, schema_tools, trl_instance
+    from agent_env.inspection.probe import judged, method_tools, schema_tools, trl_instance
     from agent_env.inspection.targets import open_environment
     from agent_env.inspection.tokens import tool_tokens
     from agent_env.inspection.views import fidelity_json, show_fidelity, show_tokens
     from agent_env.schema import fingerprint
     from agent_env.training.families import family_of
-    from agent_env.training.fidelity import PROBE, template_fidelity
+    from agent_env.training.fidelity import PROBE
     from agent_env.training.templates import resolve_template, shipped_template_names
 
     explicit = templates != "all"
@@ -292,7 +293,7 @@ def check(
         published = env.tools()
         chat_templates = [resolve_template(name) for name in names]
         reports = [
-            template_fidelity(chat_template, published, None if stock else family_of(chat_template.text))
+            judged(chat_template, published, None if stock else family_of(chat_template.text))
             for chat_template in chat_templates
         ]
         with trl_instance(env) as instance:
@@ -311,10 +312,16 @@ def check(
             console.print()
             show_tokens(console, tokens)
     losing = [report.template for report in reports if not report.shows_every_tool()]
-    if explicit and losing:
-        typer.echo(
-            f"agent-env check: not every tool reaches the model whole under {', '.join(losing)}", err=True
-        )
+    refused = [report.template for report in reports if report.refusals and report.template not in losing]
+    if explicit and (losing or refused):
+        if losing:
+            typer.echo(
+                f"agent-env check: not every tool reaches the model whole under {', '.join(losing)}", err=True
+            )
+        if refused:
+            typer.echo(
+                f"agent-env check: a trainer's factory refuses {', '.join(refused)} (see why above)", err=True
+            )
         raise typer.Exit(1)
 
 

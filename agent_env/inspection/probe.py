@@ -9,8 +9,10 @@ from typing import Any
 
 from agent_env._agent_env import AgentEnv
 from agent_env.schema import fingerprint
-from agent_env.training._render_check import discovered_tools, plan_tools
-from agent_env.training.families import family_of
+from agent_env.training._parsing import parsing_problem
+from agent_env.training._render_check import discovered_tools, plan_tools, unfixable
+from agent_env.training.families import Family, family_of
+from agent_env.training.fidelity import TemplateFidelity
 from agent_env.training.templates import ChatTemplate
 from agent_env.training.trl import TRLEnvironment, environment_class
 
@@ -34,6 +36,18 @@ def trl_instance(env: AgentEnv, template: ChatTemplate | None = None) -> Iterato
         yield environment_type(session)
     finally:
         session.close()
+
+
+def judged(
+    template: ChatTemplate, published: list[dict[str, Any]], family: Family | None
+) -> TemplateFidelity:
+    """How `template` shows each published tool (lowered for `family`), and what the factory would refuse under it
+    that no lowering fixes, as `env.factory` judges them under a trainer."""
+    plans = plan_tools(template, published, family)
+    report = TemplateFidelity(template.label, [plan.fidelity for plan in plans])
+    refusals = unfixable(template, plans, family)
+    problem = parsing_problem(template, family) if report.renders_tools() else None
+    return TemplateFidelity(report.template, report.tools, (*refusals, *([problem] if problem else [])))
 
 
 def schema_tools(instance: object) -> list[Any]:

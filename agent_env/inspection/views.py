@@ -53,7 +53,9 @@ def show_fidelity(console: Console, environment: str, tool_set: str, reports: li
     """The fidelity matrix, templates with identical outcomes grouped, then what each losing template loses."""
     groups: dict[str, list[TemplateFidelity]] = {}
     for report in reports:
-        groups.setdefault(json.dumps([vars(tool) for tool in report.tools]), []).append(report)
+        groups.setdefault(json.dumps([[vars(tool) for tool in report.tools], report.refusals]), []).append(
+            report
+        )
     tools = len(reports[0].tools) if reports else 0
     console.print(
         f"How {'1 chat template shows' if len(reports) == 1 else f'{len(reports)} chat templates show'} "
@@ -72,6 +74,11 @@ def show_fidelity(console: Console, environment: str, tool_set: str, reports: li
             Text(_loss_summary(members[0])),
         )
     console.print(table)
+    for report in reports:
+        if report.refusals:
+            console.print(f"\n[bold]{report.template}[/]: a trainer's factory refuses it")
+            for refusal in report.refusals:
+                console.print(Text(f"- {refusal}"))
     for members in groups.values():
         losing = [tool for tool in members[0].tools if tool.status in ("transformed", "fails")]
         if not losing:
@@ -86,12 +93,15 @@ def show_fidelity(console: Console, environment: str, tool_set: str, reports: li
 
 
 def _verdict_text(report: TemplateFidelity) -> str:
+    refused = "\nrefused under a trainer" if report.refusals else ""
     verdict = report.verdict()
     if verdict == "mixed":
         counts = Counter(tool.status for tool in report.tools)
-        return "mixed: " + ", ".join(f"{count} {status}" for status, count in counts.items())
+        return "mixed: " + ", ".join(f"{count} {status}" for status, count in counts.items()) + refused
     lowerings = sorted({tool.lowering for tool in report.tools if tool.lowering})
-    return f"{verdict} ({', '.join(lowerings)} lowering)" if lowerings and verdict != "exact" else verdict
+    if lowerings and verdict != "exact":
+        return f"{verdict} ({', '.join(lowerings)} lowering){refused}"
+    return verdict + refused
 
 
 def _loss_summary(report: TemplateFidelity) -> str:
@@ -175,6 +185,7 @@ def fidelity_json(
                 "verdict": report.verdict(),
                 "renders_tools": report.renders_tools(),
                 "shows_every_tool": report.shows_every_tool(),
+                "refusals": list(report.refusals),
                 "tools": [_tool_json(tool) for tool in report.tools],
             }
             for report in reports

@@ -19,6 +19,7 @@ from typing import Any
 from agent_env.errors import AgentEnvError
 from agent_env.training._trainer import Trainer
 from agent_env.training.families import Family, gptoss
+from agent_env.training.templates import ChatTemplate, load_template, shipped_templates_dir
 
 logger = logging.getLogger("agent_env")
 
@@ -51,6 +52,60 @@ def prepare_parsing(trainer: Trainer, family: Family | None) -> None:
             "trainer (see transformers' chat response parsing docs; TRL's `trl.chat_template_utils` holds the "
             "templates it ships, e.g. `gemma4_template` for Gemma's `<|tool_call>call:NAME{...}<tool_call|>`)"
         )
+
+
+TRL_PARSES = frozenset(
+    {
+        "deepseek_r1_distill",
+        "gemma4",
+        "gemma4_v2",
+        "gemma4_v3",
+        "gemma4_v4",
+        "gemma4_v5",
+        "glm4moe",
+        "gptoss",
+        "lfm2_2_5",
+        "lfm2_2_5_v2",
+        "lfm2_2_5_vl",
+        "lfm2_v2",
+        "llama3_1",
+        "llama3_2",
+        "nemotron_3_5_lightning",
+        "nemotron_3_nano",
+        "nemotron_3_super",
+        "nemotron_3_ultra",
+        "qwen2_5",
+        "qwen3",
+        "qwen3_5_nothink",
+        "qwen3_5_think",
+        "qwen3_6",
+        "qwen3_8",
+        "qwen3_instruct_2507",
+        "qwen3_vl",
+    }
+)
+"""The shipped templates whose calls TRL's `add_response_schema` reads: it knows a template by its exact text.
+Written out because importing TRL to ask costs `agent-env check` seconds (it imports torch); the TRL tier holds
+this list to the installed TRL's answer for every shipped template."""
+
+
+def parsing_problem(template: ChatTemplate, family: Family | None) -> str | None:
+    """Why a trainer could not read the calls of a model that renders with `template`, or None: TRL has no response
+    template for it (it knows templates by their exact text), and its tokenizer, when known, carries none."""
+    tokenizer = getattr(template.processing_class, "tokenizer", template.processing_class)
+    if any(getattr(tokenizer, name, None) is not None for name in ("response_template", "response_schema")):
+        return None
+    folder = shipped_templates_dir()
+    if (family is not None and family.name == gptoss.NAME) or folder is None:
+        return None  # gpt-oss's calls are read by the factory's own template; without TRL there is no trainer
+    if any(
+        template.text == load_template(name) for name in TRL_PARSES if (folder / f"{name}.jinja").is_file()
+    ):
+        return None
+    return (
+        "TRL has no response template for it, so a trainer cannot read the model's calls: under a trainer the "
+        "factory refuses it unless the tokenizer carries a `response_template`"
+    )
 
 
 def gptoss_response_template() -> dict[str, Any]:

@@ -96,10 +96,7 @@ def render_check(
     problems: list[str] = []
     for plan in plans:
         problems += _tool_problems(plan, found.get(plan.published["name"]), template, prompt)
-    if family is not None:
-        shown = [plan.shown for plan in plans]
-        refused = family.refusals(lambda tool: template.render(PROBE, [entry(dict(tool))]), shown)
-        problems += [f"{name}: {problem}" for name, problem in refused]
+    problems += unfixable(template, plans, family)
     if problems:
         raise RenderCheckError(
             f"refusing to build: under {_named(template)} the model would not see every tool with all its "
@@ -109,6 +106,16 @@ def render_check(
         )
     with _checked_lock:
         _checked.add(key)
+
+
+def unfixable(template: ChatTemplate, plans: list[ToolPlan], family: Family | None) -> list[str]:
+    """What `template` does to the planned tools that no lowering fixes (`tool: problem`), by its family's own
+    judgement: e.g. Gemma 4 revisions that leave out parameters named like keywords."""
+    if family is None:
+        return []
+    shown = [plan.shown for plan in plans]
+    refused = family.refusals(lambda tool: template.render(PROBE, [entry(dict(tool))]), shown)
+    return [f"{name}: {problem}" for name, problem in refused]
 
 
 def _tool_problems(plan: ToolPlan, tool: Any, template: ChatTemplate, prompt: str) -> list[str]:

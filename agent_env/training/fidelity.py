@@ -67,6 +67,9 @@ class TemplateFidelity:
 
     template: str
     tools: list[ToolFidelity] = field(default_factory=list)
+    refusals: tuple[str, ...] = ()
+    """What the factory refuses under this template that no lowering fixes (a parameter a Gemma 4 revision leaves
+    out, calls a trainer cannot read), each naming its fix."""
 
     def verdict(self) -> str:
         """The whole template in a word or two: `exact`, `lossless`, `transformed`, `no tool block`, `fails`, or

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -243,3 +244,15 @@ def test_every_trainer_a_factory_serves_reads_every_gptoss_call_form_not_only_th
         )
         parsed = parse_response(gptoss_channel_call(VALID), tokenizer.response_template, prefix=prefix)
         assert parsed.get("tool_calls"), f"trainer {run + 1} misses harmony-form calls"
+
+
+def test_the_templates_agent_env_check_says_trl_parses_are_the_ones_the_installed_trl_parses():
+    from agent_env.training._parsing import TRL_PARSES, _trl_knows
+    from agent_env.training.templates import load_template, shipped_template_names
+
+    parsed = {
+        name
+        for name in shipped_template_names()
+        if _trl_knows(SimpleNamespace(chat_template=load_template(name)))
+    }
+    assert parsed == TRL_PARSES

@@ -61,6 +61,39 @@ def test_the_matrix_tells_exact_lossless_and_silent_templates_apart(matrix):
         assert {tool["lowering"] for tool in templates[name]["tools"]} == {family}, name
 
 
+def test_the_matrix_says_which_templates_a_trainer_cannot_read_calls_under(matrix):
+    unreadable = "TRL has no response template for it, so a trainer cannot read the model's calls"
+    refused = {
+        entry["template"]
+        for entry in matrix["templates"]
+        if any(refusal.startswith(unreadable) for refusal in entry["refusals"])
+    }
+    assert refused == {
+        "diffusion_gemma",
+        "lfm2",
+        "muse_glimmer",
+    }  # templates with a tool block TRL cannot parse
+
+
+def test_naming_a_template_a_trainer_refuses_fails_and_says_why(invoke):
+    result = invoke("check", "--templates", "gemma4,diffusion_gemma")
+    assert result.exit_code == 1
+    assert "a trainer's factory refuses diffusion_gemma" in result.stderr
+    assert "unless the tokenizer carries a `response_template`" in " ".join(result.stdout.split())
+
+
+def test_a_gemma4_revision_that_drops_keyword_named_parameters_is_refused_naming_the_fix(invoke):
+    result = invoke("check", "tst.data.families:Notes", "--templates", "gemma4_v2,gemma4", "--json")
+    assert result.exit_code == 1
+    v2, gemma4 = json.loads(result.stdout)["templates"]
+    assert v2["refusals"] == [
+        "note: parameter 'type' is left out of the prompt by this Gemma 4 template revision, which drops parameters "
+        "named description, type, properties, required, nullable; rename it, or train with a revision that keeps "
+        "them (TRL's gemma4, gemma4_v4 or gemma4_v5)"
+    ]
+    assert gemma4["refusals"] == [] and gemma4["shows_every_tool"]
+
+
 def test_stock_shows_what_gemma4_and_gptoss_drop_without_lowering(invoke):
     result = invoke("check", "--templates", "gemma4,gptoss", "--stock", "--json")
     assert result.exit_code == 1  # named templates that lose keywords

@@ -23,6 +23,7 @@ from agent_env.training._render_check import (
     tojson,
 )
 from agent_env.training.templates import ChatTemplate, load_template
+from tst.data.families import Notes
 from tst.data.toy import ToyDesk
 
 CURVE = {"hours": "HE07", "points": [[0, 10], [50, 30]]}
@@ -245,27 +246,6 @@ def test_a_template_that_loses_keywords_even_lowered_is_refused_naming_tool_and_
     # A tool without arguments loses only that it refuses them.
     assert lines["- battery_status"] == lines["- end_turn"].replace("end_turn", "battery_status")
     assert lines["- end_turn"] == "- end_turn: loses additionalProperties"
-
-
-KEYWORD_NAMED = {
-    "type": "object",
-    "properties": {"type": {"type": "string", "description": "The kind of note."}},
-    "required": ["type"],
-    "additionalProperties": False,
-}
-
-
-class Notes(Environment):
-    def reset(self, **row):
-        return None
-
-    def reward(self):
-        return 0.0
-
-    @tool(input_schema=KEYWORD_NAMED)
-    def note(self, type: str) -> str:
-        """Keep a note."""
-        return type
 
 
 def test_gemma4_revisions_that_drop_keyword_named_parameters_are_refused_with_the_fix():
