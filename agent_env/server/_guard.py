@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_env.errors import AgentEnvError
 from agent_env.server._http import error_response
-from agent_env.server._jsonrpc import ENDS, refused_rpc
+from agent_env.server._jsonrpc import ENDS, Dialect, refused_rpc
 from agent_env.server._limits import Limits
 from agent_env.server.errors import InvalidRequestError, RequestTooLargeError, UnauthorizedError
 
@@ -29,10 +29,6 @@ OPEN_PATHS = frozenset({"/health"})
 
 BODYLESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 """Methods whose requests are not judged by their Content-Type."""
-
-DRAIN_FACTOR = 4
-"""On a JSON-RPC path, a body over the limit is still read (and dropped) up to this many times the limit, so the
-request can be answered as JSON-RPC, with its id; past that it gets a plain 413."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +94,10 @@ class RequestGuard:
 
     The body is refused past `max_body_bytes` (413), when it takes longer than `body_timeout` to arrive (408), or
     when it holds more than `max_body_values` JSON values (413), counted from its bytes before anything parses it.
-    On `rpc_paths` (MCP) a body refused for its size is answered as JSON-RPC when its id can be found: a
-    `tools/call` gets an `isError` result the model can read, any other request a JSON-RPC error.
+    On `rpc_paths` (MCP, OpenEnv's `POST /mcp`) a body refused for its size is answered in the path's JSON-RPC
+    dialect when its id can be found: over MCP a `tools/call` gets an `isError` result the model can read, any
+    other request a JSON-RPC error. There a body over the byte limit is read to its end (only its first and last
+    kilobyte kept, the body timeout bounding how long) to find that id, whatever its size.
 
     A WebSocket handshake (OpenEnv's `/ws`) is judged by `judge_headers` too, and refused with the same answer as
     its denial response (or, where the ASGI server cannot send one, closed with 1008) before any route sees it.
@@ -110,12 +108,12 @@ class RequestGuard:
         app: ASGIApp,
         limits: Limits,
         open_paths: Collection[str] = OPEN_PATHS,
-        rpc_paths: Collection[str] = (),
+        rpc_paths: Mapping[str, Dialect] | None = None,
     ) -> None:
         self.app = app
         self.limits = limits
         self.open_paths = open_paths
-        self.rpc_paths = rpc_paths
+        self.rpc_paths = dict(rpc_paths or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -128,7 +126,7 @@ class RequestGuard:
         if scope["type"] == "websocket":  # its messages are the endpoint's to limit
             await self.app(scope, receive, send)
             return
-        body = _BodyReader(self.limits, rpc=scope["path"] in self.rpc_paths)
+        body = _BodyReader(self.limits, self.rpc_paths.get(scope["path"]))
         refused: Response | None = None
         with anyio.move_on_after(self.limits.body_timeout) as reading:
             refused = await body.read(receive, Headers(scope=scope))
@@ -156,7 +154,7 @@ async def refuse(response: Response, scope: Scope, receive: Receive, send: Send)
 class _BodyReader:
     """Reads one request body under the limits; keeps its first and last bytes when one past the limit is drained."""
 
-    def __init__(self, limits: Limits, *, rpc: bool) -> None:
+    def __init__(self, limits: Limits, rpc: Dialect | None) -> None:
         self.limits = limits
         self.rpc = rpc
         self.body = bytearray()
@@ -167,9 +165,8 @@ class _BodyReader:
     async def read(self, receive: Receive, headers: Headers) -> Response | None:
         """Read the body; None if it is within the limits, else the answer that refuses it."""
         limit = self.limits.max_body_bytes
-        ceiling = limit * DRAIN_FACTOR if self.rpc else limit
         declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > ceiling:
+        if self.rpc is None and declared is not None and declared.isdigit() and int(declared) > limit:
             return self._too_large(drained=False)
         while True:
             message = await receive()
@@ -177,7 +174,7 @@ class _BodyReader:
                 self.after.append(message)
                 break
             self._take(message.get("body", b""), limit)
-            if self.size > ceiling:
+            if self.rpc is None and self.size > limit:
                 return self._too_large(drained=False)
             if not message.get("more_body", False):
                 break
@@ -222,8 +219,8 @@ class _BodyReader:
         return self._refuse(message, bytes(self.body[:ENDS]), bytes(self.body[-ENDS:]))
 
     def _refuse(self, message: str, head: bytes, tail: bytes) -> Response:
-        if self.rpc:
-            return refused_rpc(head, tail, message)
+        if self.rpc is not None:
+            return refused_rpc(head, tail, message, self.rpc)
         return Refusal(RequestTooLargeError(message), 413).response()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import JSONResponse, Response
@@ -27,25 +28,48 @@ _TRAILING = re.compile(rb"(?:," + _MEMBER + rb")+\}\s*$")
 _ONE = re.compile(_MEMBER)
 
 
-def refused_rpc(head: bytes, tail: bytes, message: str) -> Response:
+@dataclass(frozen=True)
+class Dialect:
+    """How a JSON-RPC endpoint answers a request it refuses for its size.
+
+    Attributes:
+        tool_results: A refused `tools/call` gets a tool result with `isError` (MCP: the model reads it), rather
+            than a JSON-RPC error (OpenEnv's dialect, which answers every failed call so).
+        anonymous_status: The HTTP status of the answer to a request whose id cannot be found.
+    """
+
+    tool_results: bool
+    anonymous_status: int
+
+
+MCP = Dialect(tool_results=True, anonymous_status=413)
+"""Streamable HTTP: as the MCP SDK answers a body over its limit when it has no id to answer."""
+OPENENV = Dialect(tool_results=False, anonymous_status=200)
+"""OpenEnv's `POST /mcp`: every answer is HTTP 200."""
+
+
+def refused_rpc(head: bytes, tail: bytes, message: str, dialect: Dialect = MCP) -> Response:
     """The answer to a JSON-RPC request refused for its size (`message` says why).
 
     Args:
         head: The body's first bytes (up to `ENDS`).
         tail: Its last bytes.
         message: Why it was refused.
+        dialect: The endpoint's way of answering.
 
     Returns:
-        HTTP 200 with the request's own id: an `isError` tool result for `tools/call`, a JSON-RPC error for any
-        other method. If no id can be found (a notification, or not JSON-RPC), HTTP 413 with a JSON-RPC error that
-        has no id, as the MCP SDK answers a body over its limit.
+        HTTP 200 with the request's own id: for `tools/call`, an `isError` tool result (or, in a dialect without
+        those, a JSON-RPC error); for any other method, a JSON-RPC error. If no id can be found (a notification,
+        or not JSON-RPC), a JSON-RPC error without one, with the dialect's `anonymous_status`.
     """
     members = _simple_members(head, tail)
     if "id" not in members:
         error = {"code": INVALID_REQUEST, "message": message}
-        return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=413)
+        return JSONResponse(
+            {"jsonrpc": "2.0", "id": None, "error": error}, status_code=dialect.anonymous_status
+        )
     request_id = members["id"]
-    if members.get("method") == "tools/call":
+    if members.get("method") == "tools/call" and dialect.tool_results:
         text = f"{message}: send smaller arguments"
         result = {"content": [{"type": "text", "text": text}], "isError": True}
         return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})

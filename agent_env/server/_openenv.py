@@ -66,6 +66,10 @@ class OpenEnvSurface:
             WebSocketRoute(f"{p}/ws", self.socket),
         ]
 
+    def rpc_path(self) -> str:
+        """The path of OpenEnv's JSON-RPC dialect (`POST {prefix}/mcp`)."""
+        return f"{self.prefix}/mcp"
+
     def open_paths(self) -> frozenset[str]:
         """Paths answered without the token: the health check, as OpenEnv's launchers poll it."""
         return frozenset({f"{self.prefix}/health"})

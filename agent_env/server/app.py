@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Route
 
 from agent_env.environment import Environment
 from agent_env.envs import load_environment
+from agent_env.server import _jsonrpc as jsonrpc
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._guard import OPEN_PATHS, RequestGuard
@@ -122,13 +123,15 @@ def build_app(
 
     routes: list[BaseRoute] = [*ControlApi(episodes, sessions).routes(), Route(MCP_PATH, mcp)]
     open_paths = set(OPEN_PATHS)
+    rpc_paths = {MCP_PATH: jsonrpc.MCP}
     if openenv is not None:
         routes += openenv.routes()
         open_paths |= openenv.open_paths()
+        rpc_paths[openenv.rpc_path()] = jsonrpc.OPENENV
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(RequestGuard, limits=limits, open_paths=frozenset(open_paths), rpc_paths={MCP_PATH})
+            Middleware(RequestGuard, limits=limits, open_paths=frozenset(open_paths), rpc_paths=rpc_paths)
         ],
         exception_handlers={404: unrouted, 405: unrouted},
         lifespan=lifespan,

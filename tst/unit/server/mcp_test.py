@@ -262,13 +262,40 @@ async def test_arguments_past_the_body_limits_are_an_is_error_result_and_the_ses
     assert set(seen["statuses"]) <= {200, 202}  # nothing the client would throw on
 
 
-async def test_a_request_past_the_drain_limit_gets_a_plain_413():
+async def test_a_request_far_past_the_limit_is_still_answered_with_its_id_and_one_without_an_id_gets_413():
     with running(build_app(ToyDesk, max_body_bytes=1_000)) as url:
         async with httpx.AsyncClient(base_url=url) as http:
-            body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"text":"' + b"x" * 5_000 + b'"}}'
-            answer = await http.post("/mcp", content=body, headers={"Content-Type": "application/json"})
-    assert answer.status_code == 413
+            answers = []
+            for size in (
+                5_000,
+                3_000_000,
+            ):  # 5 and 3,000 times the limit: read to its end, only its ends kept
+                arguments = {"text": "x" * size}
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 7,
+                    "method": "tools/call",
+                    "params": {"name": "echo", "arguments": arguments},
+                }
+                answers.append(await http.post("/mcp", json=body))
+            anonymous = b'{"jsonrpc":"2.0","method":"tools/call","params":{"text":"' + b"x" * 5_000 + b'"}}'
+            no_id = await http.post("/mcp", content=anonymous, headers={"Content-Type": "application/json"})
+    for answer in answers:
+        assert answer.status_code == 200
+        assert answer.json() == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "result": {
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "the request body is larger than the server's limit of 1000 bytes: send smaller arguments",
+                    }
+                ],
+                "isError": True,
+            },
+        }
+    assert no_id.status_code == 413  # nothing to answer it with: as the MCP SDK answers
     assert (
-        answer.json()["error"]["message"]
-        == "the request body is larger than the server's limit of 1000 bytes"
+        no_id.json()["error"]["message"] == "the request body is larger than the server's limit of 1000 bytes"
     )

@@ -525,3 +525,24 @@ async def test_where_the_asgi_server_cannot_deny_a_handshake_the_guard_closes_it
 
     await app(scope, receive, send)
     assert sent == [{"type": "websocket.close", "code": 1008, "reason": ""}]
+
+
+def test_a_json_rpc_request_past_the_body_limit_is_a_json_rpc_error_with_its_id_and_http_200(serve):
+    client = serve(max_body_bytes=1_000)
+    session_id = rpc(client, "openenv/session/create")["result"]["session_id"]
+    for size in (5_000, 3_000_000):  # read to its end, only its ends kept, to find the id
+        params = {"name": "echo", "arguments": {"text": "x" * size}, "session_id": session_id}
+        answer = client.post(RPC, json={"jsonrpc": "2.0", "method": "tools/call", "params": params, "id": 9})
+        assert answer.status_code == 200
+        assert answer.json() == {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "error": {
+                "code": -32600,
+                "message": "the request body is larger than the server's limit of 1000 bytes; send a smaller request",
+            },
+        }
+    anonymous = client.post(
+        RPC, json={"jsonrpc": "2.0", "method": "tools/call", "params": {"x": "y" * 5_000}}
+    )
+    assert anonymous.status_code == 200 and anonymous.json()["id"] is None
