@@ -39,8 +39,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("nope", {}),  # no such tool
     (
         "check_offers",
-        {"curves": [{"hours": "all", "points": [[0, 1], [1, "x" * (5 * 1024 * 1024)]]}]},
-    ),  # > 4 MiB
+        {"curves": [{"hours": "all", "points": [[0, 1], [1, "x" * (20 * 1024 * 1024)]]}]},
+    ),  # 20 MiB: five times the limit, and past the 16 MiB the server once stopped reading at (then a 413)
     ("end_turn", {}),
     ("desk_brief", {}),  # after the end
 ]
