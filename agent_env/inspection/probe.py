@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from agent_env._agent_env import AgentEnv
@@ -45,9 +46,8 @@ def judged(
     that no lowering fixes, as `env.factory` judges them under a trainer."""
     plans = plan_tools(template, published, family)
     report = TemplateFidelity(template.label, [plan.fidelity for plan in plans])
-    refusals = unfixable(template, plans, family)
     problem = parsing_problem(template, family) if report.renders_tools() else None
-    return TemplateFidelity(report.template, report.tools, (*refusals, *([problem] if problem else [])))
+    return replace(report, refusals=(*unfixable(template, plans, family), *([problem] if problem else [])))
 
 
 def schema_tools(instance: object) -> list[Any]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -87,15 +89,9 @@ class ToyDesk(Environment):
         return f"{len(self.notes)} notes"
 
 
-VALID = {
-    "curves": [
-        {"hours": "HE07-HE10", "points": [[-100, 15], [100, 40]]},
-        {"hours": [17, 18, 19], "points": [[0, 50], [80, 90]]},
-        {"hours": "HE20", "points": [[0, 30], [100, 60]]},
-    ],
-    "as_offers": [{"product": "regup", "hours": "HE07", "mw": 10, "price": 4}],
-}
-"""A valid `submit_offers` call: three curves and one AS offer (tst/openenv/drive.py keeps a copy: it runs in
-OpenEnv's venvs, where agent_env is not installed)."""
-MALFORMED = {"curves": [{"hours": "HE07", "points": [[0, 10], [100]]}]}
+_CALLS = json.loads(Path(__file__).with_name("toy_calls.json").read_text())
+VALID = _CALLS["valid"]
+"""A valid `submit_offers` call: three curves and one AS offer (in toy_calls.json, which tst/openenv/drive.py reads
+too: it runs in OpenEnv's venvs, where agent_env is not installed)."""
+MALFORMED = _CALLS["malformed"]
 """A `submit_offers` call whose second point lacks its price: refused at `curves[0].points[1]`."""

@@ -11,22 +11,16 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
 
-# The calls of tst/data/toy.py, copied: this script runs where agent_env is not installed.
-VALID = {
-    "curves": [
-        {"hours": "HE07-HE10", "points": [[-100, 15], [100, 40]]},
-        {"hours": [17, 18, 19], "points": [[0, 50], [80, 90]]},
-        {"hours": "HE20", "points": [[0, 30], [100, 60]]},
-    ],
-    "as_offers": [{"product": "regup", "hours": "HE07", "mw": 10, "price": 4}],
-}
-MALFORMED = {"curves": [{"hours": "HE07", "points": [[0, 10], [100]]}]}
+# ToyDesk's calls, from the file tst/data/toy.py reads them from too: this script runs where agent_env is not installed.
+CALLS = json.loads((Path(__file__).parents[1] / "data" / "toy_calls.json").read_text())
+VALID, MALFORMED = CALLS["valid"], CALLS["malformed"]
 
 
 def failure(error: BaseException) -> str:
