@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agent_env.environment import Environment
-from agent_env.envs import DEFAULT_ENVIRONMENT, load_environment
+from agent_env.envs import DEFAULT_ENVIRONMENT, EnvironmentReference, load_environment
 from agent_env.session import LocalProvider, Provider, Session
 from agent_env.training.templates import TemplateSource
 from agent_env.training.trl import EnvironmentFactory
 
 if TYPE_CHECKING:
     import datasets
+
+    from agent_env.mcp import HttpServer, StdioServer
 
 
 class AgentEnv:
@@ -34,20 +35,44 @@ class AgentEnv:
     @classmethod
     def local(
         cls,
-        environment: str | type[Environment] = DEFAULT_ENVIRONMENT,
+        environment: EnvironmentReference = DEFAULT_ENVIRONMENT,
         *,
         chat_template: TemplateSource | None = None,
         **config: Any,
     ) -> AgentEnv:
-        """An environment in this process: a built-in name (`gridsim-desk`), `module:Class`, or a class.
+        """An environment in this process: a built-in name (`gridsim-desk`), `module:Class`, a class, or an
+        `MCPEnvironment` (whose servers then start here).
 
         Args:
             environment: Which environment.
             chat_template: The template to check when no TRL trainer calls the factory (see the class).
             **config: Passed to the environment's constructor (for the desk, `bundle="desk-v4"`).
         """
-        environment_class = load_environment(environment) if isinstance(environment, str) else environment
-        return cls(LocalProvider(environment_class, **config), chat_template=chat_template)
+        return cls(LocalProvider(load_environment(environment), **config), chat_template=chat_template)
+
+    @classmethod
+    def mcp(
+        cls,
+        servers: StdioServer | HttpServer | Mapping[str, StdioServer | HttpServer],
+        *,
+        chat_template: TemplateSource | None = None,
+        **options: Any,
+    ) -> AgentEnv:
+        """MCP servers' tools as an environment in this process: their servers start now (the first one of each
+        ahead of the episodes), and their tools are listed and published with full schemas.
+
+        The same description runs anywhere an environment does: `AgentEnv.ray(MCPEnvironment(...))`, or
+        `agent-env serve module:name` for an `MCPEnvironment` at module level. See `agent_env.mcp.MCPEnvironment`.
+
+        Args:
+            servers: A `StdioServer` (a command) or `HttpServer` (a URL), or several by name (their tools prefixed).
+            chat_template: The template to check when no TRL trainer calls the factory (see the class).
+            **options: The rest of `MCPEnvironment`: `reward`, `rows`, `setup`, `tools`, `skip_unpublishable`,
+                `name`, `warm`, `call_timeout`, `start_timeout`, `max_result_chars`.
+        """
+        from agent_env.mcp import MCPEnvironment
+
+        return cls.local(MCPEnvironment(servers, **options), chat_template=chat_template)
 
     @classmethod
     def connect(
@@ -66,7 +91,7 @@ class AgentEnv:
     @classmethod
     def ray(
         cls,
-        environment: str | type[Environment] = DEFAULT_ENVIRONMENT,
+        environment: EnvironmentReference = DEFAULT_ENVIRONMENT,
         *,
         chat_template: TemplateSource | None = None,
         **options: Any,
@@ -74,7 +99,8 @@ class AgentEnv:
         """An environment whose episodes run on a pool of Ray actors; needs the `ray` extra.
 
         Args:
-            environment: A built-in name, `package.module:Class`, or a class importable by that name.
+            environment: A built-in name, `package.module:Class`, a class importable by that name, or an
+                `MCPEnvironment` (each actor starts its servers).
             chat_template: The template to check when no TRL trainer calls the factory (see the class).
             **options: The pool's settings (`actors`, `episodes_per_actor`, `pool`, `namespace`, `address`,
                 `actor_options`, `call_timeout`, ...: see `agent_env.ray.RayProvider`); the rest are passed to

@@ -35,3 +35,17 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
             "an async tool was called synchronously from inside another async tool; await it instead"
         )
     return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+
+async def on_background_loop(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Await `coroutine` on the background loop from any event loop (directly when already on it), so that what it
+    uses (clients, streams bound to that loop) works whoever awaits it."""
+    loop = _background_loop()
+    if asyncio.get_running_loop() is loop:
+        return await coroutine
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, loop))
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """The background loop itself (started if it is not yet), for scheduling work on it from any thread."""
+    return _background_loop()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from agent_env.tools import END_TURN, ToolSet, tool
 
@@ -42,6 +42,12 @@ class Environment:
         """The episode's reward; called after the episode ends (or when the trainer asks for it)."""
         raise NotImplementedError(f"{type(self).__name__} must implement reward()")
 
+    def close(self) -> None:
+        """Free what the environment holds (processes, connections); its session calls this when it closes.
+
+        Calling it again does nothing. The default holds nothing.
+        """
+
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
         """The rows of a dataset split, each one a valid `reset(**row)`; an environment without tasks has none."""
         raise NotImplementedError(f"{type(self).__name__} has no dataset: it defines no dataset_rows(split)")
@@ -54,4 +60,42 @@ class Environment:
 
 Environment.tools = ToolSet.collect(Environment)
 
-__all__ = ["END_TURN", "Environment", "tool"]
+
+@runtime_checkable
+class EnvironmentSource(Protocol):
+    """A picklable description from which each process builds an environment class, for environments whose tools
+    are only known at run time (an `agent_env.mcp.MCPEnvironment`: MCP servers' tools). Every provider takes one
+    wherever it takes a class, and sends the description, never the class, to other processes."""
+
+    def environment_class(self) -> type[Environment]:
+        """The environment class, built once per process; it names this source in `__environment_source__`."""
+        ...
+
+    def label(self) -> str:
+        """How messages, and processes comparing what they run, name it."""
+        ...
+
+
+def environment_class_of(environment: type[Environment] | EnvironmentSource) -> type[Environment]:
+    """The class itself, or the one a source builds.
+
+    Raises:
+        LookupError: Neither an `Environment` subclass nor an `EnvironmentSource`.
+    """
+    if isinstance(environment, type) and issubclass(environment, Environment):
+        return environment
+    if not isinstance(environment, type) and isinstance(environment, EnvironmentSource):
+        return environment.environment_class()
+    raise LookupError(
+        f"{environment!r} is not an environment: pass an Environment subclass or an MCPEnvironment (or, where a "
+        "name is taken, a built-in name or 'package.module:Class')"
+    )
+
+
+def source_of(environment: type[Environment]) -> EnvironmentSource | None:
+    """The source a class was built from (its `__environment_source__`), or None for a class written in Python."""
+    source = vars(environment).get("__environment_source__")
+    return source if isinstance(source, EnvironmentSource) else None
+
+
+__all__ = ["END_TURN", "Environment", "EnvironmentSource", "environment_class_of", "source_of", "tool"]

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from agent_env._loop import run_sync
-from agent_env.environment import Environment
+from agent_env.environment import Environment, EnvironmentSource, environment_class_of, source_of
 from agent_env.errors import EpisodeEndedError, EpisodeNotStartedError, SessionClosedError
 from agent_env.tools import END_TURN, Tool
 
@@ -134,7 +134,9 @@ class LocalSession(Session):
         return float(self.environment.reward())
 
     def close(self) -> None:
-        self.state = EpisodeState.CLOSED
+        if self.state is not EpisodeState.CLOSED:
+            self.state = EpisodeState.CLOSED
+            self.environment.close()
 
     def _prepare(self, name: str, arguments: Mapping[str, Any]) -> tuple[Tool, dict[str, Any]]:
         tool = type(self.environment).tools.resolve(name)
@@ -189,12 +191,16 @@ def as_text(result: Any) -> str:
 
 
 class LocalProvider:
-    """Opens in-process sessions of one environment class with one configuration; picklable, so it can travel."""
+    """Opens in-process sessions of one environment class with one configuration; picklable, so it can travel.
 
-    def __init__(self, environment: type[Environment], **config: Any) -> None:
-        self.environment = environment
+    A class built from an `EnvironmentSource` (an `MCPEnvironment`) travels as its source, and each process builds
+    it again (starting its servers there).
+    """
+
+    def __init__(self, environment: type[Environment] | EnvironmentSource, **config: Any) -> None:
+        self.environment = environment_class_of(environment)
         self.config = config
-        self.name = environment.__name__
+        self.name = self.environment.__name__
 
     def tools(self) -> list[dict[str, Any]]:
         """The environment's published tools, without opening an episode."""
@@ -207,6 +213,12 @@ class LocalProvider:
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
         """The rows of a dataset split, each one a valid `reset(**row)`."""
         return self.environment(**self.config).dataset_rows(split)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"environment": source_of(self.environment) or self.environment, "config": self.config}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["environment"], **state["config"])  # type: ignore[misc]
 
 
 class Provider(Protocol):

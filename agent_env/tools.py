@@ -119,7 +119,7 @@ class Tool:
     ) -> Tool:
         """A tool published elsewhere (a remote server's listing), held to its schema here: the schema is checked,
         normalized and checked again as an explicit one is, and calls are validated before `function` runs them
-        with the arguments as sent.
+        with the arguments as sent (awaited, when it is a coroutine function).
 
         Raises:
             ToolDefinitionError: The name or the schema cannot be published; the message says which and why.
@@ -136,7 +136,15 @@ class Tool:
             validator = validator_for(schema)
         except (SchemaNormalizationError, ValueError) as error:
             raise ToolDefinitionError(f"tool '{name}': {error}") from None
-        return cls(name, description, schema, function, validator, _as_sent, is_async=False)
+        return cls(
+            name,
+            description,
+            schema,
+            function,
+            validator,
+            _as_sent,
+            is_async=inspect.iscoroutinefunction(function),
+        )
 
     @classmethod
     def from_function(

@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 
-from agent_env.environment import Environment
+from agent_env.environment import Environment, EnvironmentSource, environment_class_of
 
 ENVIRONMENTS = {
     "gridsim-desk": "agent_env.envs.gridsim.desk:GridSimDesk",
@@ -16,19 +16,31 @@ ENVIRONMENTS = {
 DEFAULT_ENVIRONMENT = "gridsim-desk"
 
 
-def load_environment(name: str) -> type[Environment]:
-    """The environment class for a built-in name, or for a `package.module:Class` reference."""
-    reference = ENVIRONMENTS.get(name, name)
-    module_name, _, class_name = reference.partition(":")
-    if not class_name:
+EnvironmentReference = str | type[Environment] | EnvironmentSource
+"""What names an environment: a built-in name or `package.module:name`, a class, or an `EnvironmentSource`."""
+
+
+def load_environment(reference: EnvironmentReference) -> type[Environment]:
+    """The environment class a reference names: a built-in name, `package.module:name` (where `name` is an
+    `Environment` subclass or an `EnvironmentSource`), a class, or a source."""
+    if not isinstance(reference, str):
+        return environment_class_of(reference)
+    target = ENVIRONMENTS.get(reference, reference)
+    module_name, _, attribute = target.partition(":")
+    if not attribute:
         raise LookupError(
-            f"unknown environment {name!r}; the built-in ones are {', '.join(ENVIRONMENTS)}, or name a class as "
+            f"unknown environment {reference!r}; the built-in ones are {', '.join(ENVIRONMENTS)}, or name a class as "
             "'package.module:Class'"
         )
-    environment = getattr(importlib.import_module(module_name), class_name, None)
-    if not (isinstance(environment, type) and issubclass(environment, Environment)):
-        raise LookupError(f"{reference!r} is not an agent_env Environment subclass")
-    return environment
+    environment = getattr(importlib.import_module(module_name), attribute, None)
+    if environment is None:
+        raise LookupError(f"{target!r} names nothing: module {module_name!r} has no {attribute!r}")
+    try:
+        return environment_class_of(environment)
+    except LookupError:
+        raise LookupError(
+            f"{target!r} is not an agent_env Environment subclass (nor an MCPEnvironment)"
+        ) from None
 
 
 def search_working_directory() -> None:

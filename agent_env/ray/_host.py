@@ -20,10 +20,11 @@ import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, TypeVar
 
+from agent_env.environment import EnvironmentSource
 from agent_env.envs import load_environment
 from agent_env.errors import AgentEnvError, EpisodeStateError
 from agent_env.schema import fingerprint
@@ -49,18 +50,27 @@ class HostSettings:
     """What every actor of a pool runs, and under which limits; equal settings, interchangeable actors.
 
     Attributes:
-        environment: The environment, as `package.module:Class` or a built-in name.
+        environment: The environment, as `package.module:Class`, a built-in name, or an `EnvironmentSource`.
         config: Keyword arguments for the environment's constructor.
         episodes_per_actor: The most live episodes one actor holds.
         call_timeout: Seconds one reset, tool call or reward may run; None lets calls run as long as they take.
         idle_timeout: Seconds without a call after which an episode may be freed; None keeps them.
     """
 
-    environment: str
+    environment: str | EnvironmentSource
     config: Mapping[str, Any]
     episodes_per_actor: int
     call_timeout: float | None
     idle_timeout: float | None
+
+    def comparable(self) -> dict[str, Any]:
+        """The settings as processes compare them: a source by its label (its functions and rows cannot be
+        compared across processes; the tool-set fingerprint, compared beside it, covers its tools)."""
+        settings = {field.name: getattr(self, field.name) for field in fields(self)}
+        settings["config"] = dict(self.config)
+        if not isinstance(self.environment, str):
+            settings["environment"] = self.environment.label()
+        return settings
 
 
 class _Overran(Exception):
@@ -145,11 +155,9 @@ class EpisodeHost:
 
     async def describe(self) -> dict[str, Any]:
         """Who this actor is: its settings, its tool-set fingerprint, its process and how many episodes it holds."""
-        settings = asdict(self.settings)
-        settings["config"] = dict(self.settings.config)
         return {
             "name": self.name,
-            "settings": settings,
+            "settings": self.settings.comparable(),
             "tools": self.tool_set,
             "pid": os.getpid(),
             "episodes": len(self.episodes),

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -196,8 +196,7 @@ class Pool:
                 f"this process publishes tool set {self.tool_set}: the pool was started from another version of "
                 "the environment. Shut it down (`RayProvider.shutdown()`, or `ray.kill`) or use another pool name"
             )
-        expected = asdict(self.host)
-        expected["config"] = dict(self.host.config)
+        expected = self.host.comparable()
         differing = [key for key in expected if description["settings"].get(key) != expected[key]]
         if differing:
             shown = ", ".join(

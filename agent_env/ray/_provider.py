@@ -20,8 +20,8 @@ from typing import Any
 import ray
 from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayError, RayTaskError
 
-from agent_env.environment import Environment
-from agent_env.envs import load_environment
+from agent_env.environment import Environment, EnvironmentSource, source_of
+from agent_env.envs import EnvironmentReference, load_environment
 from agent_env.errors import SessionClosedError
 from agent_env.ray._host import HostSettings
 from agent_env.ray._pool import RESERVED_OPTIONS, Pool, PoolSettings
@@ -54,7 +54,8 @@ class RayProvider:
     on joining, every actor must serve the same tool set, or `PoolMismatchError`.
 
     Args:
-        environment: A built-in name (`gridsim-desk`), `package.module:Class`, or a class importable by that name.
+        environment: A built-in name (`gridsim-desk`), `package.module:Class`, a class importable by that name, or
+            an `MCPEnvironment` (each actor starts its own servers).
         actors: How many actors the pool has.
         episodes_per_actor: The most live episodes one actor holds; past `actors * episodes_per_actor`, `open`
             raises `TooManyEpisodesError`.
@@ -78,7 +79,7 @@ class RayProvider:
 
     def __init__(
         self,
-        environment: str | type[Environment],
+        environment: EnvironmentReference,
         *,
         actors: int = 2,
         episodes_per_actor: int = 128,
@@ -342,14 +343,22 @@ class RaySession(Session):
             raise SessionClosedError()
 
 
-def resolve_environment(environment: str | type[Environment]) -> tuple[type[Environment], str]:
-    """The environment class and the reference every actor loads it by (`package.module:Class` or a built-in name).
+def resolve_environment(
+    environment: EnvironmentReference,
+) -> tuple[type[Environment], str | EnvironmentSource]:
+    """The environment class and the reference every actor loads it by (`package.module:Class`, a built-in name,
+    or the source a class is built from).
 
     Raises:
         ValueError: A class that cannot be imported by its name (defined in a function, or in `__main__`).
     """
     if isinstance(environment, str):
         return load_environment(environment), environment
+    if not isinstance(environment, type):
+        return load_environment(environment), environment
+    source = source_of(environment)
+    if source is not None:
+        return environment, source
     reference = f"{environment.__module__}:{environment.__qualname__}"
     if environment.__module__ == "__main__" or "<locals>" in environment.__qualname__:
         raise ValueError(

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from agent_env.environment import Environment
+from agent_env.envs import EnvironmentReference
 from agent_env.server._limits import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -28,7 +28,7 @@ GRACEFUL_SHUTDOWN = 5
 
 
 def serve(
-    environment: str | type[Environment],
+    environment: EnvironmentReference,
     *,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,

@@ -11,8 +11,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 
-from agent_env.environment import Environment
-from agent_env.envs import load_environment
+from agent_env.envs import EnvironmentReference, load_environment
 from agent_env.server import _jsonrpc as jsonrpc
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
@@ -38,7 +37,7 @@ MCP_PATH = "/mcp"
 
 
 def build_app(
-    environment: str | type[Environment],
+    environment: EnvironmentReference,
     *,
     token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -64,8 +63,8 @@ def build_app(
     runs lifespans (uvicorn does); under `httpx.ASGITransport`, enter `app.router.lifespan_context(app)` first.
 
     Args:
-        environment: An `Environment` subclass, or a name for `load_environment` (`"gridsim-desk"`,
-            `"package.module:Class"`).
+        environment: An `Environment` subclass, an `MCPEnvironment`, or a name for `load_environment`
+            (`"gridsim-desk"`, `"package.module:name"`).
         token: The bearer token every request but `GET /health` must carry; None serves without auth.
         max_body_bytes: The largest request body accepted; a larger one gets 413.
         max_episodes: The most live episodes (and MCP sessions); past it, opening one gets 503. None: no limit.
@@ -88,12 +87,17 @@ def build_app(
 
     Raises:
         LookupError: `environment` names no environment.
-        TypeError: `environment` is not an `Environment` subclass.
+        TypeError: `environment` is neither an `Environment` subclass nor an `MCPEnvironment`.
         ValueError: A limit is out of range.
     """
-    environment_class = load_environment(environment) if isinstance(environment, str) else environment
-    if not (isinstance(environment_class, type) and issubclass(environment_class, Environment)):
-        raise TypeError(f"build_app serves an Environment subclass or its name, not {environment_class!r}")
+    try:
+        environment_class = load_environment(environment)
+    except LookupError:
+        if isinstance(environment, str):
+            raise
+        raise TypeError(
+            f"build_app serves an Environment subclass, an MCPEnvironment or a name, not {environment!r}"
+        ) from None
     limits = Limits(
         token=token,
         max_body_bytes=max_body_bytes,

@@ -1,0 +1,343 @@
+"""One live MCP session with one server, on agent_env's background loop: a stdio process of its own, or an HTTP session.
+
+A connection runs the official SDK's `mcp.Client` inside a task of its own (the SDK's transports must be entered and
+left in one task), lists the server's tools (every page), and calls them under a timeout. Whatever goes wrong is
+raised as an agent_env error that names the server and the episode the connection serves: a command that does not
+start (with the end of its stderr), a server that died (the episode's state went with it), a call that hung (the
+process is killed), a tool list that changed, a URL that refuses or wants credentials. A server's non-MCP output on
+stdout is logged once; it breaks only the messages it mangles, which then time out naming it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import IO, Any
+
+from agent_env.errors import ToolError
+from agent_env.mcp._servers import HttpServer, Server, StdioServer
+from agent_env.mcp._supervisor import SERVER_MARK, kill_marked, server_marks
+from agent_env.server.errors import (
+    CallTimeoutError,
+    EpisodeNotFoundError,
+    RemoteError,
+    ServerUnavailableError,
+    UnauthorizedError,
+)
+
+logger = logging.getLogger("agent_env.mcp")
+
+STDERR_TAIL = 2_000
+"""How much of the end of a server's stderr a start failure quotes, in characters."""
+MAX_TOOL_PAGES = 100
+"""The most `tools/list` pages read from one server: a cursor that never ends is refused, not followed for ever."""
+PING_TIMEOUT = 2.0
+"""Seconds a warm connection may take to answer a ping before it is thought dead."""
+_STOP_TIMEOUT = 6.0
+"""Seconds the SDK's shutdown (stdin closed, wait, terminate, kill) may take before the process is killed here."""
+CLIENT_NAME = "agent-env"
+
+
+class ToolsChangedError(RemoteError):
+    """An MCP server lists other tools than the ones the environment published when it was built."""
+
+    code = "tools_changed"
+
+
+Verify = Callable[["Connection", list[Any]], None]
+"""Checks a server's listing against what the environment published; raises `ToolsChangedError` if it differs."""
+
+
+class Connection:
+    """One MCP session with one server.
+
+    Args:
+        server: The server.
+        start_timeout: Seconds the server may take to start and answer `initialize`.
+        verify: Checks the server's listing when it says its tools changed.
+    """
+
+    def __init__(self, server: Server, *, start_timeout: float, verify: Verify | None = None) -> None:
+        self.server = server
+        self.verify = verify
+        """Checks a fresh listing against the published tools; raises `ToolsChangedError` if it differs."""
+        self.start_timeout = start_timeout
+        self.id = uuid.uuid4().hex[:12]
+        self.episode = "(none yet)"
+        """The episode this connection serves, as messages name it."""
+        self.server_name: str | None = None
+        """The name the server gave itself in `initialize`."""
+        self.directory: str | None = None
+        self._client: Any = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._done = asyncio.Event()
+        self._failure: BaseException | None = None
+        self._lost: str | None = None
+        self._stderr: IO[str] | None = None
+        self._junk: str | None = None
+        self._tools_changed: str | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name the server: its own name and how it was reached."""
+        named = f"'{self.server_name}' " if self.server_name and self.server_name != self.server.label else ""
+        return f"MCP server {named}({self.server.label})"
+
+    async def open(self) -> None:
+        """Start the server (or the HTTP session) and initialize it.
+
+        Raises:
+            ServerUnavailableError: It did not start, or did not answer `initialize` in time.
+            UnauthorizedError: An HTTP server refused the credentials.
+        """
+        if isinstance(self.server, StdioServer) and self.server.per_episode_dir:
+            self.directory = tempfile.mkdtemp(prefix="agent-env-mcp-")
+        self._task = asyncio.create_task(self._run(), name=f"agent-env-mcp-{self.id}")
+        try:
+            await asyncio.wait_for(self._ready.wait(), self.start_timeout)
+        except TimeoutError:
+            await self.close()
+            raise ServerUnavailableError(
+                f"{self.label} did not finish starting within {self.start_timeout:g} s{self._stderr_tail()}"
+                f"{self._junk_note()}; check that the command starts an MCP server on stdio (or raise "
+                "start_timeout=)"
+            ) from None
+        if self._failure is not None:
+            error = self._start_error(self._failure)
+            await self.close()
+            raise error from None
+
+    async def list_tools(self) -> list[Any]:
+        """Every tool the server lists, following `tools/list` pagination."""
+        tools: list[Any] = []
+        cursor: str | None = None
+        for _ in range(MAX_TOOL_PAGES):
+            page = await self._request(self._client.list_tools(cursor=cursor), "listing its tools")
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+        raise RemoteError(
+            f"{self.label} lists its tools over more than {MAX_TOOL_PAGES} pages; agent_env stopped following them"
+        )
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float) -> Any:
+        """Call one tool and return the SDK's `CallToolResult`.
+
+        Raises:
+            CallTimeoutError: No answer within `timeout`; the server is killed and the episode ends.
+            EpisodeNotFoundError: The server died or was lost earlier in the episode.
+            ToolsChangedError: The server said its tools changed, and they did.
+            ToolError: The server refused the request itself (a JSON-RPC error), with its message.
+        """
+        if self._tools_changed is not None:
+            raise ToolsChangedError(self._tools_changed)
+        try:
+            return await asyncio.wait_for(
+                self._request(self._client.call_tool(name, arguments), f"tool '{name}'"), timeout
+            )
+        except TimeoutError:
+            self._lost = (
+                f"tool '{name}' got no answer from {self.label} within {timeout:g} s in episode {self.episode}"
+                f"{self._junk_note()}; the server was stopped and the episode's state is gone with it"
+            )
+            await self.close()
+            raise CallTimeoutError(self._lost) from None
+
+    async def ping(self) -> bool:
+        """Whether the server answers a ping promptly (a warm process may have died while it waited); any answer
+        counts, an error too (a 2026-07-28 server has no ping, and says so)."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        if not self.alive:
+            return False
+        try:
+            await asyncio.wait_for(self._client.session.send_ping(), PING_TIMEOUT)
+        except MCPError as error:
+            return error.code != CONNECTION_CLOSED
+        except Exception:
+            return False
+        return True
+
+    @property
+    def alive(self) -> bool:
+        """Whether the connection is open and nothing has gone wrong on it."""
+        return (
+            self._ready.is_set() and self._failure is None and self._lost is None and not self._stop.is_set()
+        )
+
+    async def close(self) -> None:
+        """Stop the server (the SDK closes stdin, waits, then terminates its process group), kill anything left
+        with its mark, and remove its scratch folder; never raises."""
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._done.wait()), _STOP_TIMEOUT)
+        self._clean_up()
+
+    async def _request(self, request: Any, action: str) -> Any:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        if self._lost is not None:
+            raise EpisodeNotFoundError(self._lost)
+        try:
+            return await request
+        except MCPError as error:
+            if error.code != CONNECTION_CLOSED:
+                raise ToolError(f"{self.label} refused {action}: {error.message}") from None
+            self._lost = (
+                f"{self.label} died or closed the connection during episode {self.episode} ({action})"
+                f"{self._stderr_tail()}; the episode's state is gone with it, and the next reset starts a fresh "
+                "server"
+            )
+            asyncio.get_running_loop().create_task(self.close())
+            raise EpisodeNotFoundError(self._lost) from None
+
+    async def _run(self) -> None:
+        try:
+            async with self._client_context() as client:
+                self._client = client
+                info = client.server_info
+                self.server_name = getattr(info, "name", None)
+                self._ready.set()
+                await self._stop.wait()
+        except BaseException as error:  # the SDK raises exception groups; the first real cause is what counts
+            self._failure = error
+            if not isinstance(error, Exception):
+                raise
+        finally:
+            self._ready.set()
+            self._done.set()
+
+    @contextlib.asynccontextmanager
+    async def _client_context(self) -> AsyncIterator[Any]:
+        from mcp import Client
+        from mcp_types import Implementation
+
+        from agent_env import __version__
+
+        info = Implementation(name=CLIENT_NAME, version=__version__)
+        async with contextlib.AsyncExitStack() as stack:
+            transport = await self._transport(stack)
+            client = Client(transport, cache=None, client_info=info, message_handler=self._on_message)
+            yield await stack.enter_async_context(client)
+
+    async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        server = self.server
+        if isinstance(server, HttpServer):
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=server.request_headers(), timeout=httpx2.Timeout(30.0, read=300.0))
+            )
+            return streamable_http_client(server.url, http_client=http)
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        args, env, cwd = server.resolved(self.directory)
+        # Kept open for the server's life (the process writes into it); closed in _clean_up.
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        parameters = StdioServerParameters(
+            command=server.command, args=args, env={**env, **server_marks(self.id)}, cwd=cwd
+        )
+        return stdio_client(parameters, errlog=self._stderr)
+
+    async def _on_message(self, message: Any) -> None:
+        from mcp_types import ToolListChangedNotification
+
+        if isinstance(message, Exception):
+            if self._junk is None:
+                self._junk = _short(str(message).splitlines()[0] if str(message) else repr(message))
+                logger.warning(
+                    "agent_env: %s wrote something that is not MCP to its stdout (episode %s): %s. A stdio server "
+                    "must write only MCP messages there; its logs belong on stderr.",
+                    self.label,
+                    self.episode,
+                    self._junk,
+                )
+            return
+        if isinstance(message, ToolListChangedNotification) and self.verify is not None:
+            asyncio.get_running_loop().create_task(self._check_tools())
+
+    async def _check_tools(self) -> None:
+        """Compare the listing the server now gives with the published one (it said its tools changed)."""
+        assert self.verify is not None
+        try:
+            self.verify(self, await self.list_tools())
+        except ToolsChangedError as error:
+            self._tools_changed = f"{error} (during episode {self.episode}); the episode cannot go on"
+        except Exception as error:
+            logger.debug("agent_env: relisting the tools of %s failed: %s", self.label, error)
+
+    def _start_error(self, failure: BaseException) -> RemoteError:
+        cause = _root_cause(failure)
+        status = getattr(getattr(cause, "response", None), "status_code", None)
+        if status in (401, 403):
+            return UnauthorizedError(
+                f"{self.label} refused the credentials (HTTP {status}); pass token= (or headers=) to HttpServer"
+            )
+        if isinstance(cause, FileNotFoundError):
+            return ServerUnavailableError(
+                f"{self.label} could not start: command {self.server.command!r} was not found"  # type: ignore[union-attr]
+                " (is it installed and on PATH?)"
+            )
+        detail = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+        return ServerUnavailableError(
+            f"{self.label} could not start or did not answer initialize ({_short(detail)}){self._stderr_tail()}"
+            f"{self._junk_note()}"
+        )
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.flush()
+            self._stderr.seek(0)
+            text = self._stderr.read()
+        except (OSError, ValueError):
+            return ""
+        tail = text.strip()[-STDERR_TAIL:]
+        return f"; the end of its stderr:\n{tail}" if tail else "; it wrote nothing to stderr"
+
+    def _junk_note(self) -> str:
+        return f"; it wrote non-MCP output to stdout ({self._junk})" if self._junk else ""
+
+    def _clean_up(self) -> None:
+        if isinstance(self.server, StdioServer):
+            kill_marked(SERVER_MARK, self.id)
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        if self._stderr is not None:
+            with contextlib.suppress(OSError):
+                self._stderr.close()
+
+
+def _root_cause(error: BaseException) -> BaseException:
+    """The first error inside nested exception groups, through `__cause__` where an SDK wrapped one."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    cause = error.__cause__ or error.__context__
+    if (
+        cause is not None
+        and not isinstance(error, FileNotFoundError)
+        and isinstance(cause, OSError | BaseExceptionGroup)
+    ):
+        return _root_cause(cause)
+    return error
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+__all__ = ["Connection", "ToolsChangedError"]

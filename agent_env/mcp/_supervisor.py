@@ -1,0 +1,154 @@
+"""Server processes that never outlive their owner: each carries its owner's mark, and a reaper kills what is left.
+
+Every stdio server this process starts gets two environment variables, which its own children inherit: this
+process's owner mark and a mark of its own. A small reaper process, started with the first server, waits on a pipe
+from this process; when the pipe closes (this process exited, crashed, or was killed with SIGKILL), it kills every
+process that carries the owner mark, with its process group. A single server (one that hangs, or outlived a clean
+shutdown) is killed by its own mark. Processes are found through `/proc`, so on systems without it (macOS) only the
+MCP SDK's own shutdown (stdin closed, then the process group terminated) applies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+logger = logging.getLogger("agent_env.mcp")
+
+OWNER_MARK = "AGENT_ENV_MCP_OWNER"
+"""Carries the mark of the process that started a server (and so of the reaper watching it)."""
+SERVER_MARK = "AGENT_ENV_MCP_SERVER"
+"""Carries a server process's own mark."""
+
+_PROC = Path("/proc")
+
+_REAPER = r"""
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+sys.stdin.buffer.read()
+mark = ("AGENT_ENV_MCP_OWNER=" + sys.argv[1]).encode()
+own = os.getpgid(0)
+for _ in range(3):
+    found = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/" + entry + "/environ", "rb") as file:
+                marked = mark in file.read().split(b"\0")
+        except OSError:
+            continue
+        if marked:
+            found += 1
+            pid = int(entry)
+            try:
+                group = os.getpgid(pid)
+                if group not in (own, 0, 1):
+                    os.killpg(group, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    if not found:
+        break
+"""
+
+
+class _Owner:
+    """This process's mark and its reaper, made again in a forked child (which is another owner)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = -1
+        self.mark = ""
+        self._reaper: subprocess.Popen[bytes] | None = None
+
+    def current(self) -> str:
+        """This process's mark, its reaper started if it is not yet."""
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                self.mark = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+                self._reaper = None
+            if self._reaper is None and _PROC.is_dir():
+                self._reaper = _start_reaper(self.mark)
+            return self.mark
+
+
+_owner = _Owner()
+
+
+def _start_reaper(mark: str) -> subprocess.Popen[bytes] | None:
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _REAPER, mark],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # neither Ctrl-C nor a signal to this process's group reaches it
+            close_fds=True,
+        )
+    except OSError as error:
+        logger.warning(
+            "agent_env: no reaper for MCP server processes (%s); a crash may leave them running", error
+        )
+        return None
+
+
+def server_marks(server_id: str) -> dict[str, str]:
+    """The variables a new server process carries: this process's mark and `server_id`."""
+    return {OWNER_MARK: _owner.current(), SERVER_MARK: server_id}
+
+
+def owner_mark() -> str:
+    """This process's mark, as its servers carry it."""
+    return _owner.current()
+
+
+def marked_processes(variable: str, value: str) -> list[int]:
+    """The ids of the live processes whose environment sets `variable` to `value` (none without `/proc`)."""
+    wanted = f"{variable}={value}".encode()
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.listdir(_PROC):
+            if not entry.isdigit():
+                continue
+            try:
+                environ = (_PROC / entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if wanted in environ.split(b"\0") and not _is_zombie(entry):
+                found.append(int(entry))
+    return found
+
+
+def kill_marked(variable: str, value: str) -> int:
+    """Kill (SIGKILL) every process whose environment sets `variable` to `value`, with its process group; return
+    how many were found. Never this process's own group."""
+    own_group = os.getpgid(0)
+    pids = marked_processes(variable, value)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            group = os.getpgid(pid)
+            if group not in (own_group, 0, 1):
+                os.killpg(group, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+    return len(pids)
+
+
+def _is_zombie(pid: str) -> bool:
+    try:
+        status = (_PROC / pid / "stat").read_text()
+    except OSError:
+        return True
+    return status.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+__all__ = ["OWNER_MARK", "SERVER_MARK", "kill_marked", "marked_processes", "owner_mark", "server_marks"]
