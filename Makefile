@@ -4,7 +4,7 @@ PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 RUN := $(UV) run --frozen
 
-.PHONY: install test unit-test trl-test ray-test matrix lint format bench soak demo
+.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test matrix lint format bench soak demo mcp-example
 
 .venv/.installed: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -13,8 +13,29 @@ RUN := $(UV) run --frozen
 
 install: .venv/.installed
 
-# The suite includes tst/unit/cli/demo_test.py, which runs `agent-env demo` as `make demo` does.
-test: install
+# Real third-party MCP servers at pinned versions, for tst/mcp and the README's MCP example: the Node ones from the
+# npm registry (tst/mcp/servers/package-lock.json), the Python ones from PyPI in a venv of their own.
+MCP_SERVERS := .cache/mcp-servers
+MCP_EXCLUDE_NEWER := 2026-11-29T00:00:00Z
+$(MCP_SERVERS)/.installed: tst/mcp/servers/package.json tst/mcp/servers/package-lock.json tst/mcp/servers/requirements.txt
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+		echo "make: the MCP tests and example run real MCP servers under Node.js, and node or npm is missing."; \
+		echo "      Install Node.js 20 or later with npm (Debian/Ubuntu: apt-get install nodejs npm; or https://nodejs.org)."; \
+		exit 1; }
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	rm -rf $(MCP_SERVERS) && mkdir -p $(MCP_SERVERS)/node
+	cp tst/mcp/servers/package.json tst/mcp/servers/package-lock.json $(MCP_SERVERS)/node/
+	cd $(MCP_SERVERS)/node && npm ci --no-audit --no-fund --loglevel=error
+	$(UV) venv --quiet $(MCP_SERVERS)/python
+	$(UV) pip install --quiet --python $(MCP_SERVERS)/python/bin/python --exclude-newer $(MCP_EXCLUDE_NEWER) \
+		-r tst/mcp/servers/requirements.txt
+	@touch $@
+
+mcp-servers: $(MCP_SERVERS)/.installed
+
+# The suite includes tst/unit/cli/demo_test.py, which runs `agent-env demo` as `make demo` does, and tst/mcp, which
+# runs the MCP servers above.
+test: install mcp-servers
 	$(RUN) pytest tst
 
 unit-test: install
@@ -25,6 +46,9 @@ trl-test: install
 
 ray-test: install
 	$(RUN) pytest tst/contract tst/ray
+
+mcp-test: install mcp-servers
+	$(RUN) pytest tst/mcp
 
 # The unit and TRL tiers in a clean venv per supported combination (.ci/matrix.py): the floors on Python 3.11,
 # uv.lock's newest on 3.12 and 3.13. Venvs are cached in .cache/matrix and rebuilt when their inputs change.

@@ -48,6 +48,11 @@ class Environment:
         Calling it again does nothing. The default holds nothing.
         """
 
+    @classmethod
+    def shutdown(cls) -> None:
+        """Free what the class holds for all its episodes in this process (an MCP environment's spare servers);
+        episodes still open keep what is theirs. Calling it again does nothing. The default holds nothing."""
+
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
         """The rows of a dataset split, each one a valid `reset(**row)`; an environment without tasks has none."""
         raise NotImplementedError(f"{type(self).__name__} has no dataset: it defines no dataset_rows(split)")

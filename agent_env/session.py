@@ -214,6 +214,10 @@ class LocalProvider:
         """The rows of a dataset split, each one a valid `reset(**row)`."""
         return self.environment(**self.config).dataset_rows(split)
 
+    def close(self) -> None:
+        """Free what the environment class holds in this process (`Environment.shutdown`)."""
+        self.environment.shutdown()
+
     def __getstate__(self) -> dict[str, Any]:
         return {"environment": source_of(self.environment) or self.environment, "config": self.config}
 

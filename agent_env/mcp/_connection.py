@@ -16,10 +16,10 @@ import logging
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import IO, Any
 
-from agent_env.errors import ToolError
+from agent_env.errors import AgentEnvError, ToolError
 from agent_env.mcp._servers import HttpServer, Server, StdioServer
 from agent_env.mcp._supervisor import SERVER_MARK, kill_marked, server_marks
 from agent_env.server.errors import (
@@ -109,6 +109,9 @@ class Connection:
                 f"{self._junk_note()}; check that the command starts an MCP server on stdio (or raise "
                 "start_timeout=)"
             ) from None
+        except BaseException:  # cancelled while starting: stop what was started
+            await asyncio.shield(self.close())
+            raise
         if self._failure is not None:
             error = self._start_error(self._failure)
             await self.close()
@@ -119,7 +122,9 @@ class Connection:
         tools: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
-            page = await self._request(self._client.list_tools(cursor=cursor), "listing its tools")
+            page = await self._request(
+                lambda: self._client.list_tools(cursor=cursor), "listing its tools", refusal=RemoteError
+            )
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -141,7 +146,7 @@ class Connection:
             raise ToolsChangedError(self._tools_changed)
         try:
             return await asyncio.wait_for(
-                self._request(self._client.call_tool(name, arguments), f"tool '{name}'"), timeout
+                self._request(lambda: self._client.call_tool(name, arguments), f"tool '{name}'"), timeout
             )
         except TimeoutError:
             self._lost = (
@@ -183,17 +188,19 @@ class Connection:
                 await asyncio.wait_for(asyncio.shield(self._done.wait()), _STOP_TIMEOUT)
         self._clean_up()
 
-    async def _request(self, request: Any, action: str) -> Any:
+    async def _request(
+        self, request: Callable[[], Awaitable[Any]], action: str, *, refusal: type[AgentEnvError] = ToolError
+    ) -> Any:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
         if self._lost is not None:
             raise EpisodeNotFoundError(self._lost)
         try:
-            return await request
+            return await request()
         except MCPError as error:
             if error.code != CONNECTION_CLOSED:
-                raise ToolError(f"{self.label} refused {action}: {error.message}") from None
+                raise refusal(f"{self.label} refused {action}: {error.message}") from None
             self._lost = (
                 f"{self.label} died or closed the connection during episode {self.episode} ({action})"
                 f"{self._stderr_tail()}; the episode's state is gone with it, and the next reset starts a fresh "
@@ -208,8 +215,13 @@ class Connection:
                 self._client = client
                 info = client.server_info
                 self.server_name = getattr(info, "name", None)
+                watcher = asyncio.create_task(self._watch_tools(client))
                 self._ready.set()
-                await self._stop.wait()
+                try:
+                    await self._stop.wait()
+                finally:
+                    watcher.cancel()
+                    await asyncio.gather(watcher, return_exceptions=True)
         except BaseException as error:  # the SDK raises exception groups; the first real cause is what counts
             self._failure = error
             if not isinstance(error, Exception):
@@ -268,6 +280,23 @@ class Connection:
             return
         if isinstance(message, ToolListChangedNotification) and self.verify is not None:
             asyncio.get_running_loop().create_task(self._check_tools())
+
+    async def _watch_tools(self, client: Any) -> None:
+        """Listen for a changed tool list on a 2026-07-28 connection, from a server that says it sends one (an
+        older server notifies without being asked: `_on_message`)."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        tools = getattr(client.server_capabilities, "tools", None)
+        if self.verify is None or not getattr(tools, "list_changed", False):
+            return
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    await self._check_tools()
+        except Exception as error:  # a server that cannot keep a subscription still runs episodes
+            logger.debug("agent_env: listening for tool changes of %s ended: %s", self.label, error)
 
     async def _check_tools(self) -> None:
         """Compare the listing the server now gives with the published one (it said its tools changed)."""

@@ -294,6 +294,11 @@ class MCPToolsEnvironment(Environment):
         """Let go of the episode's servers."""
         self._let_go()
 
+    @classmethod
+    def shutdown(cls) -> None:
+        """Stop every spare server of this class (episodes still open keep theirs until they end)."""
+        run_sync(cls.runtime.close())
+
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
         """The rows given to the `MCPEnvironment` for `split`."""
         return self.source.dataset_rows(split)
@@ -409,13 +414,17 @@ class _Runtime:
         if not loop.is_closed():
             loop.call_soon_threadsafe(release)
 
+    async def close(self) -> None:
+        """Stop every pool's spare connections."""
+        await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
+
     async def start(self) -> dict[str, list[Any]]:
         """Start every server's first connection and list its tools, by server key."""
         keys = list(self.pools)
         started = await asyncio.gather(*(self.pools[key].start() for key in keys), return_exceptions=True)
         failed = [outcome for outcome in started if isinstance(outcome, BaseException)]
         if failed:
-            await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
+            await self.close()
             raise failed[0]
         listings = {}
         for key, (connection, tools) in zip(keys, started, strict=True):  # type: ignore[misc]
@@ -498,21 +507,19 @@ class _Runtime:
         ]
 
     def _fingerprint(self, key: str, listed: list[Any]) -> str:
-        """The fingerprint of what a server lists of the tools this environment uses (published, and the reward)."""
-        used = {
-            tool
-            for route_key, tool in [*self.routes.values(), *([self.reward_tool] if self.reward_tool else [])]
-            if route_key == key
-        }
+        """The fingerprint of what a server lists of the tools this environment uses: every tool when it was given
+        no selection (`tools=`), else the selected ones and the reward tool."""
+        used = {tool for route_key, tool in self._used() if route_key == key}
         entries = sorted(
-            (
-                [entry.name, entry.description or "", entry.input_schema]
-                for entry in listed
-                if entry.name in used
-            ),
-            key=lambda entry: entry[0],
+            [entry.name, entry.description or "", entry.input_schema]
+            for entry in listed
+            if self.source.tools is None or entry.name in used
         )
-        return fingerprint([entries, sorted(used)])
+        return fingerprint(entries)
+
+    def _used(self) -> list[tuple[str, str]]:
+        """Every (server key, tool) the environment calls: its published tools and its reward tool."""
+        return [*self.routes.values(), *([self.reward_tool] if self.reward_tool else [])]
 
     def _verify(self, connection: Connection, listed: list[Any]) -> None:
         key = next(key for key, server in self.servers.items() if server is connection.server)
@@ -535,7 +542,7 @@ def _build_class(source: MCPEnvironment) -> type[MCPToolsEnvironment]:
     try:
         tools = runtime.publish(listings)
     except BaseException:
-        run_sync(_close_pools(runtime))
+        run_sync(runtime.close())
         raise
     name = source.name or "+".join(runtime.server_names[key] for key in runtime.servers)
     namespace = {
@@ -548,10 +555,6 @@ def _build_class(source: MCPEnvironment) -> type[MCPToolsEnvironment]:
     environment: type[MCPToolsEnvironment] = type(name, (MCPToolsEnvironment,), namespace)
     environment.tools = ToolSet([*tools, Environment.tools[END_TURN]])
     return environment
-
-
-async def _close_pools(runtime: _Runtime) -> None:
-    await asyncio.gather(*(pool.close() for pool in runtime.pools.values()), return_exceptions=True)
 
 
 def _remote(name: str) -> Callable[..., Awaitable[str]]:

@@ -70,6 +70,7 @@ class ServerPool:
             The errors of `Connection.open` when no spare is ready and a new connection fails to start, or
             `ToolsChangedError` when its server lists other tools.
         """
+        self._closed = False  # a pool closed between runs keeps spares again once it is used
         if self.server.shared:
             return await self._acquire_shared(episode)
         self.in_use += 1
@@ -92,7 +93,8 @@ class ServerPool:
         self._refill()
 
     async def close(self) -> None:
-        """Close every spare (and the shared connection); connections out with episodes close when released."""
+        """Close every spare (and the shared connection); connections out with episodes close when released. The
+        pool stays usable: the next `acquire` starts connections again."""
         self._closed = True
         for task in list(self._starting):
             task.cancel()

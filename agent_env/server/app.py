@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -124,6 +125,7 @@ def build_app(
                 yield
         finally:
             await episodes.stop()
+            await asyncio.to_thread(environment_class.shutdown)  # an MCP environment's spare servers
 
     routes: list[BaseRoute] = [*ControlApi(episodes, sessions).routes(), Route(MCP_PATH, mcp)]
     open_paths = set(OPEN_PATHS)
