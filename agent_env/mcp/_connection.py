@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import IO, Any
 
 from agent_env.errors import AgentEnvError, ToolError
@@ -68,7 +69,7 @@ class Connection:
         """Checks a fresh listing against the published tools; raises `ToolsChangedError` if it differs."""
         self.start_timeout = start_timeout
         self.id = uuid.uuid4().hex[:12]
-        self.episode = "(none yet)"
+        self.episode = "(before it served one)"
         """The episode this connection serves, as messages name it."""
         self.server_name: str | None = None
         """The name the server gave itself in `initialize`."""
@@ -81,6 +82,8 @@ class Connection:
         self._lost: str | None = None
         self._stderr: IO[str] | None = None
         self._junk: str | None = None
+        self._refused_with: int | None = None
+        """The HTTP status (401 or 403) an HTTP server refused the credentials with."""
         self._tools_changed: str | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -123,7 +126,7 @@ class Connection:
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
             page = await self._request(
-                lambda: self._client.list_tools(cursor=cursor), "listing its tools", refusal=RemoteError
+                partial(self._client.list_tools, cursor=cursor), "listing its tools", refusal=RemoteError
             )
             tools.extend(page.tools)
             cursor = page.next_cursor
@@ -249,8 +252,16 @@ class Connection:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
+            async def remember_refusal(response: Any) -> None:
+                if response.status_code in (401, 403):
+                    self._refused_with = response.status_code
+
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=server.request_headers(), timeout=httpx2.Timeout(30.0, read=300.0))
+                httpx2.AsyncClient(
+                    headers=server.request_headers(),
+                    timeout=httpx2.Timeout(30.0, read=300.0),
+                    event_hooks={"response": [remember_refusal]},
+                )
             )
             return streamable_http_client(server.url, http_client=http)
         from mcp import StdioServerParameters
@@ -268,18 +279,26 @@ class Connection:
         from mcp_types import ToolListChangedNotification
 
         if isinstance(message, Exception):
-            if self._junk is None:
-                self._junk = _short(str(message).splitlines()[0] if str(message) else repr(message))
-                logger.warning(
-                    "agent_env: %s wrote something that is not MCP to its stdout (episode %s): %s. A stdio server "
-                    "must write only MCP messages there; its logs belong on stderr.",
-                    self.label,
-                    self.episode,
-                    self._junk,
-                )
-            return
-        if isinstance(message, ToolListChangedNotification) and self.verify is not None:
+            self._on_junk(message)
+        elif isinstance(message, ToolListChangedNotification) and self.verify is not None:
             asyncio.get_running_loop().create_task(self._check_tools())
+
+    def _on_junk(self, error: Exception) -> None:
+        """Remember the first line of a server's stdout that is not MCP; warn once per server, not per process."""
+        if self._junk is not None:
+            return
+        self._junk = _short(repr(_junk_line(error)))
+        if id(self.server) in _junk_reported:
+            return
+        _junk_reported.add(id(self.server))
+        logger.warning(
+            "agent_env: %s wrote something that is not MCP to its stdout: %s (in episode %s; said once per server). A "
+            "stdio server must write only MCP messages there, and its logs on stderr: a line glued to a message "
+            "loses that message, and the call waiting for it times out.",
+            self.label,
+            self._junk,
+            self.episode,
+        )
 
     async def _watch_tools(self, client: Any) -> None:
         """Listen for a changed tool list on a 2026-07-28 connection, from a server that says it sends one (an
@@ -310,8 +329,8 @@ class Connection:
 
     def _start_error(self, failure: BaseException) -> RemoteError:
         cause = _root_cause(failure)
-        status = getattr(getattr(cause, "response", None), "status_code", None)
-        if status in (401, 403):
+        status = self._refused_with
+        if status is not None:
             return UnauthorizedError(
                 f"{self.label} refused the credentials (HTTP {status}); pass token= (or headers=) to HttpServer"
             )
@@ -349,6 +368,21 @@ class Connection:
         if self._stderr is not None:
             with contextlib.suppress(OSError):
                 self._stderr.close()
+
+
+_junk_reported: set[int] = set()
+"""The servers (by the id of their description) whose junk on stdout was reported."""
+
+
+def _junk_line(error: Exception) -> str:
+    """The line that failed to parse as MCP: the input pydantic names, else the error's first line."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            found = errors()[0].get("input")
+            if isinstance(found, str | bytes):
+                return found.decode(errors="replace") if isinstance(found, bytes) else found
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def _root_cause(error: BaseException) -> BaseException:

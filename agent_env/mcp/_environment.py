@@ -20,7 +20,7 @@ import re
 import threading
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -458,7 +458,7 @@ class _Runtime:
                         raise ToolDefinitionError(message) from None
                     logger.warning("agent_env: skipped: %s", message)
                     continue
-                if safe in self.routes or safe == END_TURN:
+                if safe in self.routes:
                     raise ToolDefinitionError(
                         f"{label} lists tool {entry.name!r}, published as {safe!r}, a name another tool already has; "
                         "give the servers names (servers={'name': ...}) so each one's tools are prefixed, or leave one "
@@ -553,7 +553,9 @@ def _build_class(source: MCPEnvironment) -> type[MCPToolsEnvironment]:
         "runtime": runtime,
     }
     environment: type[MCPToolsEnvironment] = type(name, (MCPToolsEnvironment,), namespace)
-    environment.tools = ToolSet([*tools, Environment.tools[END_TURN]])
+    # A server's own end_turn ends the episode as agent_env's does (the session ends it when it is called).
+    own_end = [] if END_TURN in runtime.routes else [Environment.tools[END_TURN]]
+    environment.tools = ToolSet([*tools, *own_end])
     return environment
 
 
@@ -604,31 +606,32 @@ def _identifier(name: str) -> str:
 
 
 def _splits(rows: Any) -> dict[str, list[dict[str, Any]]] | None:
-    """The rows by split, each a dict with a `prompt`; a bare list (or Dataset) is the `train` split."""
+    """The rows by split, each a dict with a `prompt`; a bare list (or `datasets.Dataset`) is the `train` split."""
     if rows is None:
         return None
-    # A datasets.Dataset is a Mapping too (of its columns), not of splits.
-    is_splits = isinstance(rows, Mapping) and not hasattr(rows, "column_names")
-    splits = rows if is_splits else {"train": rows}
-    checked: dict[str, list[dict[str, Any]]] = {}
-    for split, given in splits.items():
-        if isinstance(given, str | bytes | Mapping) or not isinstance(given, Sequence | Collection):
+    splits = rows if isinstance(rows, Mapping) else {"train": rows}
+    return {str(split): _rows(str(split), given) for split, given in splits.items()}
+
+
+def _rows(split: str, given: Any) -> list[dict[str, Any]]:
+    if hasattr(given, "column_names") and hasattr(given, "to_list"):  # a datasets.Dataset
+        given = given.to_list()
+    if not isinstance(given, list | tuple):
+        raise ValueError(
+            f"rows of split {split!r} must be a list of rows (dicts) or a datasets.Dataset, not {short(given)}"
+        )
+    listed = [dict(row) if isinstance(row, Mapping) else row for row in given]
+    for index, row in enumerate(listed):
+        if not isinstance(row, dict):
             raise ValueError(
-                f"rows of split {split!r} must be a list of rows (dicts) or a datasets.Dataset, not {short(given)}"
+                f"row {index} of split {split!r} is {short(row)}, not a mapping of column names to values"
             )
-        listed = [dict(row) if isinstance(row, Mapping) else row for row in given]
-        for index, row in enumerate(listed):
-            if not isinstance(row, dict):
-                raise ValueError(
-                    f"row {index} of split {split!r} is {short(row)}, not a mapping of column names to values"
-                )
-            if "prompt" not in row:
-                raise ValueError(
-                    f"row {index} of split {split!r} has no 'prompt' (the conversation TRL starts from, e.g. "
-                    "[{'role': 'user', 'content': '...'}]); its keys are " + ", ".join(map(repr, row))
-                )
-        checked[str(split)] = listed
-    return checked
+        if "prompt" not in row:
+            raise ValueError(
+                f"row {index} of split {split!r} has no 'prompt' (the conversation TRL starts from, e.g. "
+                "[{'role': 'user', 'content': '...'}]); its keys are " + ", ".join(map(repr, row))
+            )
+    return listed
 
 
 __all__ = ["Episode", "MCPEnvironment", "MCPToolsEnvironment", "ToolCall"]

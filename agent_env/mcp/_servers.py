@@ -16,6 +16,10 @@ EPISODE_DIR = "episode_dir"
 episode, made before the process starts and removed with it."""
 
 
+LABEL_LENGTH = 64
+"""The longest command line a message shows of a server (its end: the script, not the folders that lead to it)."""
+
+
 @dataclass(frozen=True)
 class StdioServer:
     """An MCP server run as a command whose stdin and stdout carry MCP; by default one fresh process per episode.
@@ -61,11 +65,15 @@ class StdioServer:
 
     @property
     def label(self) -> str:
-        """How messages name this server."""
+        """How messages name this server: its name, or its command line (the end of a long one)."""
         if self.name:
             return self.name
-        shown = [Path(self.command).name, *self.args[:1]]
-        return " ".join(shown)
+        shown = " ".join([Path(self.command).name, *self.args])
+        return (
+            shown
+            if len(shown) <= LABEL_LENGTH
+            else f"{Path(self.command).name} ...{shown[-(LABEL_LENGTH - 8) :]}"
+        )
 
     @property
     def per_episode_dir(self) -> bool:

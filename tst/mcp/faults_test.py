@@ -1,0 +1,236 @@
+"""Every fault of an MCP server is a clear error naming the server and the episode, and leaves nothing running: a
+command that does not start, a server that dies or hangs mid-episode, junk on stdout, tools that change, a URL that
+refuses or wants a token, and a trainer that crashes (its servers are reaped)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agent_env import AgentEnv
+from agent_env.mcp import HttpServer, StdioServer, ToolsChangedError
+from agent_env.mcp._supervisor import OWNER_MARK, SERVER_MARK, marked_processes
+from agent_env.server.errors import (
+    CallTimeoutError,
+    EpisodeNotFoundError,
+    ServerUnavailableError,
+    UnauthorizedError,
+)
+from tst.mcp.conftest import ROOT, node_server, scripted, servers_left, wait_until
+
+Make = Callable[..., AgentEnv]
+
+
+def server(*options: str, **settings: object) -> StdioServer:
+    command = scripted(*options)
+    return StdioServer(command[0], command[1:], **settings)  # type: ignore[arg-type]
+
+
+def connection_of(session: object) -> object:
+    (connection,) = session.environment._episode._connections.values()  # type: ignore[attr-defined]
+    return connection
+
+
+class TestStarting:
+    def test_a_command_that_is_not_installed_is_named(self, environments: Make) -> None:
+        with pytest.raises(ServerUnavailableError, match="command 'mcp-server-nowhere' was not found"):
+            environments(AgentEnv.mcp, StdioServer("mcp-server-nowhere"))
+
+    def test_a_server_that_exits_at_start_is_named_with_the_end_of_its_stderr(
+        self, environments: Make
+    ) -> None:
+        crashing = server("--crash-on-start")
+        with pytest.raises(ServerUnavailableError) as failed:
+            environments(AgentEnv.mcp, crashing)
+        message = str(failed.value)
+        assert message.startswith(
+            f"MCP server ({crashing.label}) could not start or did not answer initialize"
+        )
+        assert message.endswith(
+            "the end of its stderr:\nscripted: cannot start: the configuration is missing"
+        )
+
+    def test_a_node_server_that_cannot_load_says_why(self, environments: Make) -> None:
+        with pytest.raises(ServerUnavailableError, match=r"(?s)the end of its stderr:.*Cannot find module"):
+            environments(AgentEnv.mcp, StdioServer("node", ["/nowhere/index.js"]))
+
+    def test_a_command_that_never_speaks_mcp_times_out_and_is_killed(self, environments: Make) -> None:
+        with pytest.raises(ServerUnavailableError, match="did not finish starting within 1 s"):
+            environments(AgentEnv.mcp, StdioServer("sleep", ["600"]), start_timeout=1)
+        # the environments fixture checks that the `sleep` is gone
+
+
+class TestDuringAnEpisode:
+    def test_a_server_that_dies_fails_its_episode_and_the_next_reset_gets_a_fresh_one(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, StdioServer("node", [node_server("server-memory")]))
+        with env.open() as session:
+            session.reset()
+            dead = connection_of(session)
+            (pid,) = marked_processes(SERVER_MARK, dead.id)  # type: ignore[attr-defined]
+            os.kill(pid, signal.SIGKILL)
+            with pytest.raises(EpisodeNotFoundError) as lost:
+                session.call_tool("read_graph", {})
+            assert (
+                "MCP server 'memory-server' (node ...odules/@modelcontextprotocol/server-memory/dist/index.js)"
+                in str(lost.value)
+            )
+            assert f"died or closed the connection during episode {dead.episode}" in str(lost.value)  # type: ignore[attr-defined]
+            with pytest.raises(EpisodeNotFoundError):  # the episode stays failed
+                session.call_tool("read_graph", {})
+            session.reset()
+            assert connection_of(session) is not dead
+            assert json.loads(session.call_tool("read_graph", {})) == {"entities": [], "relations": []}
+
+    def test_a_server_that_exits_mid_call_fails_the_call_naming_it(self, environments: Make) -> None:
+        env = environments(AgentEnv.mcp, server())
+        with env.open() as session:
+            session.reset()
+            with pytest.raises(
+                EpisodeNotFoundError,
+                match=r"died or closed the connection during episode \w+ \(tool 'exit'\)",
+            ):
+                session.call_tool("exit", {})
+
+    def test_a_call_that_hangs_is_timed_out_and_its_server_killed(self, environments: Make) -> None:
+        sleepy = server()
+        env = environments(AgentEnv.mcp, sleepy, call_timeout=1)
+        with env.open() as session:
+            session.reset()
+            hung = connection_of(session)
+            assert marked_processes(SERVER_MARK, hung.id)  # type: ignore[attr-defined]
+            with pytest.raises(CallTimeoutError) as late:
+                session.call_tool("sleep", {"seconds": 600})
+            assert (
+                f"tool 'sleep' got no answer from MCP server 'scripted' ({sleepy.label}) within 1 s in episode"
+                in str(late.value)
+            )
+            assert wait_until(lambda: not marked_processes(SERVER_MARK, hung.id), timeout=3)  # type: ignore[attr-defined]
+            with pytest.raises(EpisodeNotFoundError, match="got no answer"):
+                session.call_tool("count", {})
+            session.reset()
+            assert session.call_tool("count", {}) == "1"
+
+
+class TestJunkOnStdout:
+    def test_lines_that_are_not_mcp_are_reported_once_and_the_episode_runs(
+        self, environments: Make, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        noisy = server("--junk", "banner")
+        with caplog.at_level(logging.WARNING, "agent_env.mcp"):
+            env = environments(AgentEnv.mcp, noisy)
+            for _ in range(3):  # a fresh process each time, each printing its banner
+                with env.open() as session:
+                    session.reset()
+                    assert session.call_tool("count", {}) == "1"
+        (warning,) = [record.message for record in caplog.records if "not MCP" in record.message]
+        assert warning.startswith(
+            f"agent_env: MCP server ({noisy.label}) wrote something that is not MCP to its stdout: "
+            "'scripted server v1 starting (this line is not MCP)'"
+        )
+
+    def test_junk_that_mangles_a_message_is_named_in_the_error(self, environments: Make) -> None:
+        with pytest.raises(ServerUnavailableError) as failed:
+            environments(AgentEnv.mcp, server("--junk", "mangle"), start_timeout=3)
+        assert "did not finish starting within 3 s" in str(failed.value)
+        assert "it wrote non-MCP output to stdout" in str(failed.value)
+
+
+class TestToolsThatChange:
+    def test_a_server_whose_new_processes_list_other_tools_is_refused_at_reset(
+        self, environments: Make, tmp_path: Path
+    ) -> None:
+        listing = tmp_path / "tools.json"
+        listing.write_text(json.dumps(["count", "echo"]))
+        env = environments(AgentEnv.mcp, server("--tools-from", str(listing)), warm=0)
+        listing.write_text(json.dumps(["count", "echo", "sleep"]))  # the server was upgraded mid-run
+        env.close()  # the spare that listed the old tools is stopped; the next reset starts a server afresh
+        with env.open() as session, pytest.raises(ToolsChangedError) as refused:
+            session.reset()
+        assert "lists other tools than when the environment was built" in str(refused.value)
+        assert "it lists count, echo, sleep" in str(refused.value)
+
+    def test_a_server_that_says_its_tools_changed_mid_episode_fails_the_episode(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server())
+        with env.open() as session:
+            session.reset()
+            session.call_tool("grow_tools", {})
+            assert wait_until(lambda: connection_of(session)._tools_changed is not None, timeout=5)  # type: ignore[attr-defined]
+            with pytest.raises(
+                ToolsChangedError,
+                match=r"lists other tools .* \(during episode \w+\); the episode cannot go on",
+            ):
+                session.call_tool("count", {})
+
+
+class TestUrls:
+    def test_a_url_that_refuses_connections_is_refused_when_built(self, environments: Make) -> None:
+        with pytest.raises(
+            ServerUnavailableError,
+            match=r"MCP server \(127.0.0.1:9/mcp\) could not start or did not answer initialize",
+        ):
+            environments(AgentEnv.mcp, HttpServer("http://127.0.0.1:9/mcp"), start_timeout=5)
+
+    def test_a_url_that_wants_a_token_says_so_and_takes_one(
+        self, environments: Make, served_desk: tuple[str, str]
+    ) -> None:
+        url, token = served_desk
+        with pytest.raises(UnauthorizedError, match=r"refused the credentials \(HTTP 401\); pass token="):
+            environments(AgentEnv.mcp, HttpServer(f"{url}/mcp"))
+        env = environments(AgentEnv.mcp, HttpServer(f"{url}/mcp", token=token))
+        assert "submit_dam_offers" in [tool["name"] for tool in env.tools()]
+        assert token not in repr(HttpServer(f"{url}/mcp", token=token))
+
+
+@pytest.fixture(scope="module")
+def served_desk() -> object:
+    """A real `agent-env serve` of the desk with a token: an MCP server over streamable HTTP that wants one."""
+    from agent_env.server.app import build_app
+    from tst.unit.server.running import running
+
+    with running(build_app("gridsim-desk", token="s3cret")) as url:
+        yield url, "s3cret"
+
+
+class TestNothingOutlivesItsOwner:
+    def test_the_servers_of_a_process_killed_with_sigkill_are_reaped(self, tmp_path: Path) -> None:
+        script = tmp_path / "trainer.py"
+        script.write_text(
+            textwrap.dedent(f"""
+            import json, sys, time
+            sys.path.insert(0, {str(ROOT)!r})
+            from agent_env import AgentEnv
+            from agent_env.mcp import StdioServer
+            from agent_env.mcp._supervisor import owner_mark
+            env = AgentEnv.mcp(StdioServer("node", [{node_server("server-memory")!r}]), warm=2)
+            session = env.open()
+            session.reset()
+            print(json.dumps(owner_mark()), flush=True)
+            time.sleep(600)
+            """)
+        )
+        trainer = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+        try:
+            owner = json.loads(trainer.stdout.readline())  # type: ignore[union-attr]
+            assert wait_until(
+                lambda: len(marked_processes(OWNER_MARK, owner)) == 3
+            )  # an episode's and two spares
+        finally:
+            trainer.kill()  # SIGKILL: no atexit, no finally, nothing of the trainer's own runs
+            trainer.wait()
+        assert wait_until(lambda: not marked_processes(OWNER_MARK, owner), timeout=10), (
+            "the reaper left servers"
+        )
+        assert not servers_left()
