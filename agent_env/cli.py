@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agent_env.envs import DEFAULT_ENVIRONMENT
+from agent_env.envs import DEFAULT_ENVIRONMENT, EnvironmentReference
 from agent_env.server._limits import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
@@ -43,8 +43,13 @@ def agent_env() -> None:
 @app.command()
 def serve(
     environment: Annotated[
-        str, typer.Argument(help="A built-in environment name, or package.module:Class.")
-    ] = DEFAULT_ENVIRONMENT,
+        str | None,
+        typer.Argument(
+            help=f"A built-in environment name (default: {DEFAULT_ENVIRONMENT}), or package.module:Class (or an "
+            "MCPEnvironment by name).",
+            show_default=False,
+        ),
+    ] = None,
     host: Annotated[
         str, typer.Option(help="Address to bind; without a token, only loopback unless allowed.")
     ] = DEFAULT_HOST,
@@ -109,10 +114,12 @@ def serve(
         ),
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    mcp: McpOption = None,
 ) -> None:
     """Serve ENVIRONMENT over HTTP: MCP at /mcp, the episode control API beside it (see docs/server.md), and with
     --openenv OpenEnv's wire surface at /openenv (see docs/openenv.md)."""
     from agent_env.envs import search_working_directory
+    from agent_env.errors import AgentEnvError
     from agent_env.server._serve import OPENENV_PREFIX, parse_config, parse_row
     from agent_env.server._serve import serve as run_server
 
@@ -120,7 +127,7 @@ def serve(
     try:
         options = parse_config(config or [])
         run_server(
-            environment,
+            _served(environment, mcp or []),
             host=host,
             port=port,
             token=token,
@@ -139,16 +146,39 @@ def serve(
             openenv_prefix=OPENENV_PREFIX if openenv else None,
             **options,
         )
-    except (ValueError, LookupError, ImportError) as error:
+    except (ValueError, LookupError, ImportError, AgentEnvError) as error:
         typer.echo(f"agent-env serve: {error}", err=True)
         raise typer.Exit(2) from None
 
 
+def _served(environment: str | None, mcp: list[str]) -> EnvironmentReference:
+    """What `serve` serves: ENV, or an MCP environment of the `--mcp` servers."""
+    if not mcp:
+        return environment or DEFAULT_ENVIRONMENT
+    if environment is not None:
+        raise ValueError(f"name either ENVIRONMENT ({environment!r}) or --mcp servers, not both")
+    from agent_env.inspection.targets import mcp_servers
+    from agent_env.mcp import MCPEnvironment
+
+    return MCPEnvironment(mcp_servers(mcp))
+
+
 EnvironmentArgument = Annotated[
-    str,
+    str | None,
     typer.Argument(
         metavar="ENV",
-        help="A built-in environment (gridsim-desk), package.module:Class, or the URL of a served one.",
+        help=f"A built-in environment (default: {DEFAULT_ENVIRONMENT}), package.module:Class (or an MCPEnvironment "
+        "by name), or the URL of a served one.",
+        show_default=False,
+    ),
+]
+McpOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp",
+        metavar="[NAME=]COMMAND|URL",
+        help="An MCP server instead of ENV: a command run over stdio ('node index.js'), or a streamable-HTTP URL. "
+        "Repeat with NAME= for several, their tools prefixed NAME_.",
     ),
 ]
 TokenOption = Annotated[
@@ -160,9 +190,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machine
 
 @app.command()
 def tools(
-    environment: EnvironmentArgument = DEFAULT_ENVIRONMENT,
+    environment: EnvironmentArgument = None,
     json_output: JsonOption = False,
     token: TokenOption = None,
+    mcp: McpOption = None,
 ) -> None:
     """List ENV's published tools with their input schemas and fingerprints.
 
@@ -173,7 +204,7 @@ def tools(
     from agent_env.inspection.targets import open_environment
 
     with _reported("tools"):
-        listing = tool_listing(open_environment(environment, token=token))
+        listing = tool_listing(open_environment(environment, token=token, mcp=mcp or ()))
     if json_output:
         typer.echo(json.dumps(listing, indent=2, ensure_ascii=False))
         return
@@ -184,7 +215,7 @@ def tools(
 
 @app.command()
 def render(
-    environment: EnvironmentArgument = DEFAULT_ENVIRONMENT,
+    environment: EnvironmentArgument = None,
     template: Annotated[
         str,
         typer.Option(
@@ -210,6 +241,7 @@ def render(
         str, typer.Option(help="The dataset split whose first row starts the conversation.")
     ] = "train",
     token: TokenOption = None,
+    mcp: McpOption = None,
 ) -> None:
     """Print the exact prompt the model gets for its first turn, tool block included.
 
@@ -224,7 +256,7 @@ def render(
     from agent_env.training.templates import resolve_template
 
     with _reported("render"):
-        env = open_environment(environment, token=token)
+        env = open_environment(environment, token=token, mcp=mcp or ())
         chat_template = resolve_template(template)
         with trl_instance(env, None if stock or lossy else chat_template) as instance:
             conversation = first_turn(env, instance, split)
@@ -243,7 +275,7 @@ def render(
 
 @app.command()
 def check(
-    environment: EnvironmentArgument = DEFAULT_ENVIRONMENT,
+    environment: EnvironmentArgument = None,
     templates: Annotated[
         str,
         typer.Option(
@@ -259,6 +291,7 @@ def check(
     ] = False,
     json_output: JsonOption = False,
     token: TokenOption = None,
+    mcp: McpOption = None,
 ) -> None:
     """The fidelity matrix: how each chat template shows each of ENV's tools, and their token cost.
 
@@ -289,7 +322,7 @@ def check(
             raise LookupError(
                 "no chat templates to check: TRL, which ships them, is not installed; pass --templates FILE"
             )
-        env = open_environment(environment, token=token)
+        env = open_environment(environment, token=token, mcp=mcp or ())
         published = env.tools()
         chat_templates = [resolve_template(name) for name in names]
         reports = [
@@ -327,7 +360,7 @@ def check(
 
 @app.command()
 def rollout(
-    environment: EnvironmentArgument = DEFAULT_ENVIRONMENT,
+    environment: EnvironmentArgument = None,
     policy: Annotated[
         str,
         typer.Option(

@@ -60,10 +60,10 @@ def row(index: int, team: dict[str, Any]) -> dict[str, Any]:
         f"Record this team in the knowledge graph. {people}. {pairs}. Create one entity per person (entityType "
         "'person', with their role as an observation) and a 'works_with' relation for each pair, then end your turn."
     )
-    return {
+    return {  # lists of records, not dicts keyed by name: a datasets.Dataset would merge those keys across rows
         "prompt": [{"role": "user", "content": prompt}],
         "task_id": f"team-{index}",
-        "people": team["people"],
+        "people": [{"name": name, "role": role} for name, role in team["people"].items()],
         "works_with": [list(pair) for pair in team["works_with"]],
     }
 
@@ -76,7 +76,7 @@ def graph_match(episode: Episode) -> float:
     graph = episode.call_tool("read_graph").json()
     found = {("entity", e["name"], e.get("entityType")) for e in graph.get("entities", [])}
     found |= {("relation", r["from"], r["relationType"], r["to"]) for r in graph.get("relations", [])}
-    wanted = {("entity", name, "person") for name in episode.row["people"]}
+    wanted = {("entity", person["name"], "person") for person in episode.row["people"]}
     wanted |= {("relation", a, "works_with", b) for a, b in episode.row["works_with"]}
     matched = len(found & wanted)
     if matched == 0:

@@ -1,9 +1,15 @@
-"""Turn the ENV a command names (a built-in name, `module:Class`, or a served URL) into an `AgentEnv`."""
+"""Turn the ENV a command names (a built-in name, `module:Class`, a served URL, or `--mcp` servers) into an `AgentEnv`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from agent_env._agent_env import AgentEnv
-from agent_env.envs import search_working_directory
+from agent_env.envs import DEFAULT_ENVIRONMENT, search_working_directory
+
+if TYPE_CHECKING:
+    from agent_env.mcp import HttpServer, StdioServer
 
 
 def is_url(target: str) -> bool:
@@ -11,15 +17,48 @@ def is_url(target: str) -> bool:
     return target.startswith(("http://", "https://"))
 
 
-def open_environment(target: str, *, token: str | None = None) -> AgentEnv:
-    """The environment `target` names: `AgentEnv.connect` for a URL, `AgentEnv.local` otherwise.
+def open_environment(target: str | None, *, token: str | None = None, mcp: Sequence[str] = ()) -> AgentEnv:
+    """The environment `target` names: `AgentEnv.connect` for a URL, `AgentEnv.local` otherwise, or with `mcp`,
+    `AgentEnv.mcp` on those servers (`target` must then be None).
 
     Raises:
         LookupError: No built-in environment or class has that name.
         ImportError: The module of a `module:Class` reference cannot be imported.
-        AgentEnvError: The server at a URL cannot be reached or refuses the token.
+        ValueError: Both a target and MCP servers, or an `--mcp` value that names no server.
+        AgentEnvError: The server at a URL cannot be reached or refuses the token; an MCP server does not start.
     """
+    if mcp:
+        if target is not None:
+            raise ValueError(f"name either ENV ({target!r}) or --mcp servers, not both")
+        return AgentEnv.mcp(mcp_servers(mcp))
+    target = target or DEFAULT_ENVIRONMENT
     if is_url(target):
         return AgentEnv.connect(target, token=token)
     search_working_directory()
     return AgentEnv.local(target)
+
+
+def mcp_servers(values: Sequence[str]) -> StdioServer | HttpServer | dict[str, StdioServer | HttpServer]:
+    """The servers `--mcp` values name: one `COMMAND` or `URL`, or several as `NAME=COMMAND|URL` (their tools then
+    prefixed `NAME_`).
+
+    Raises:
+        ValueError: Several servers, not each named; a name given twice; an empty command.
+    """
+    from agent_env.mcp import server_from_text
+
+    named: dict[str, StdioServer | HttpServer] = {}
+    for value in values:
+        name, separator, rest = value.partition("=")
+        if separator and name.isidentifier() and rest.strip():
+            if name in named:
+                raise ValueError(f"--mcp names server {name!r} twice")
+            named[name] = server_from_text(rest)
+        elif len(values) > 1:
+            raise ValueError(
+                f"--mcp {value!r}: with several servers, name each one (--mcp memory='node index.js' --mcp "
+                "time=http://127.0.0.1:3001/mcp); their tools are published as memory_..., time_..."
+            )
+        else:
+            return server_from_text(value)
+    return named

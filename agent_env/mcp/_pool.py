@@ -1,7 +1,8 @@
 """Connections to one server, started before they are needed: a fresh one per episode, or one shared by all.
 
 A pool keeps spare connections ready (each started, initialized and its tools checked) so that an episode's reset
-takes one without waiting on a spawn. It keeps at least `warm` spares, and as many as the episodes that ran at once
+takes one without waiting on a spawn. The connection that listed the tools is the first spare; from the first
+episode on, it keeps at least `warm` spares, and as many as the episodes that ran at once
 before minus the ones running now, so a trainer that resets its N environments together finds N ready. A connection
 leaves the pool for one episode and is closed when the episode lets go of it (its process stopped, its scratch folder
 removed); a new spare starts in its place. A shared server (`StdioServer(shared=True)`) has one connection that every
@@ -59,8 +60,7 @@ class ServerPool:
         if self.server.shared:
             self._shared = connection
         else:
-            self._spares.append(connection)
-            self._refill()
+            self._spares.append(connection)  # more spares start with the first episode: a process that only lists
         return connection, tools
 
     async def acquire(self, episode: str) -> Connection:

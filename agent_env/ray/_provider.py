@@ -112,6 +112,7 @@ class RayProvider:
         )
         _check_pool_name(settings.pool)
         self.pool = Pool(settings, host, fingerprint(self.tools()))
+        self.environment.shutdown()  # this process runs no episodes: free what listing the tools started (servers)
 
     def tools(self) -> list[dict[str, Any]]:
         """The environment's published tools, from its class in this process; the pool serves the same."""

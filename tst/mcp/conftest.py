@@ -13,6 +13,7 @@ import pytest
 
 from agent_env import AgentEnv
 from agent_env.mcp._supervisor import OWNER_MARK, marked_processes, owner_mark
+from tst.trl.conftest import tiny_model, tokenizer  # noqa: F401  (the TRL tier's fixtures, for trl_test.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALLED = ROOT / ".cache" / "mcp-servers"

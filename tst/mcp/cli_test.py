@@ -1,0 +1,98 @@
+"""`agent-env tools | render | check --mcp`: will the model see an MCP server's tools whole, under its template?"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_env.cli import app
+from agent_env.mcp._environment import MCPToolsEnvironment
+from tst.mcp.conftest import node_server, python_server, servers_left, wait_until
+
+
+@pytest.fixture
+def invoke() -> Iterator[Callable[..., Any]]:
+    runner = CliRunner()
+    built_before = set(MCPToolsEnvironment.__subclasses__())
+
+    def run(*arguments: str) -> Any:
+        return runner.invoke(app, list(arguments), env={"COLUMNS": "240"})
+
+    yield run
+    for built in set(MCPToolsEnvironment.__subclasses__()) - built_before:  # a command's servers stop with it
+        built.shutdown()
+    assert wait_until(lambda: not servers_left()), f"server processes left running: {servers_left()}"
+
+
+def memory() -> str:
+    return f"node {node_server('server-memory')}"
+
+
+def test_tools_lists_a_servers_tools_with_their_schemas(invoke: Callable[..., Any]) -> None:
+    result = invoke("tools", "--mcp", memory(), "--json")
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.stdout)
+    tools = {tool["name"]: tool for tool in listing["tools"]}
+    assert tools["create_entities"]["inputSchema"]["properties"]["entities"]["items"]["required"] == [
+        "name", "entityType", "observations",
+    ]  # fmt: skip
+    assert listing["environment"] == "memory-server"
+
+
+def test_check_says_every_tool_reaches_the_model_whole_under_each_family(invoke: Callable[..., Any]) -> None:
+    result = invoke("check", "--mcp", memory(), "-t", "qwen3,gemma4,gptoss", "--json")
+    assert result.exit_code == 0, result.output
+    verdicts = {
+        entry["template"]: {tool["status"] for tool in entry["tools"]}
+        for entry in json.loads(result.stdout)["templates"]
+    }
+    assert verdicts == {"qwen3": {"exact"}, "gemma4": {"lossless"}, "gptoss": {"lossless"}}
+
+
+def test_check_stock_shows_what_gptoss_would_drop(invoke: Callable[..., Any]) -> None:
+    result = invoke("check", "--mcp", memory(), "-t", "gptoss", "--stock")
+    assert result.exit_code == 1  # an array of objects is `any[]` under gpt-oss's own template
+    assert "create_entities" in result.output
+
+
+def test_render_shows_the_lowered_prompt(invoke: Callable[..., Any]) -> None:
+    result = invoke("render", "--mcp", memory(), "-t", "gptoss")
+    assert result.exit_code == 0, result.output
+    assert (
+        "// An array of items, each an object {name (required; The name of the entity): a string;"
+        in result.stdout
+    )
+
+
+def test_several_named_servers_are_one_environment(invoke: Callable[..., Any]) -> None:
+    result = invoke(
+        "tools", "--mcp", f"graph={memory()}", "--mcp", f"clock={python_server('mcp-server-time')}", "--json"
+    )
+    assert result.exit_code == 0, result.output
+    names = [tool["name"] for tool in json.loads(result.stdout)["tools"]]
+    assert "graph_create_entities" in names and "clock_convert_time" in names
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ("tools", "gridsim-desk", "--mcp", "node index.js"),
+            "name either ENV ('gridsim-desk') or --mcp servers, not both",
+        ),
+        (("tools", "--mcp", "node a.js", "--mcp", "node b.js"), "with several servers, name each one"),
+        (("tools", "--mcp", "mcp-server-nowhere"), "command 'mcp-server-nowhere' was not found"),
+        (("serve", "--mcp", "mcp-server-nowhere"), "command 'mcp-server-nowhere' was not found"),
+    ],
+)
+def test_what_names_no_server_is_one_line_and_exit_2(
+    invoke: Callable[..., Any], arguments: tuple[str, ...], message: str
+) -> None:
+    result = invoke(*arguments)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output

@@ -1,0 +1,116 @@
+"""A real GRPOTrainer step on an MCP server: the README's knowledge-graph example on `server-memory`.
+
+As in the TRL tier (tst/trl/conftest.py), generation is scripted, because no model weights can be had here and a
+random model writes no tool calls; the chat template, TRL's parser and tool loop, the environment factory, the
+server and the reward are all real.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent_env import AgentEnv
+from agent_env.training import SchemaTool
+from agent_env.training._render_check import expected_rendering, tojson
+from tst.mcp.conftest import EXAMPLES, servers_left, wait_until
+from tst.trl.conftest import Script, async_rollout_loop, grpo_config
+
+sys.path.insert(0, str(EXAMPLES))
+import knowledge_graph
+
+
+def call(name: str, arguments: dict[str, Any]) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def team_in(prompt: str) -> dict[str, Any]:
+    return next(team for team in knowledge_graph.TEAMS if all(name in prompt for name in team["people"]))
+
+
+def reply(index: int, prompt: str) -> str:
+    """Rollout 0 builds the graph the prompt describes in one turn; rollout 1 sends entities without a type."""
+    if "<tool_response>" in prompt:
+        return "Done.<|im_end|>"
+    team = team_in(prompt)
+    people = [
+        {"name": name, "entityType": "person", "observations": [role]}
+        for name, role in team["people"].items()
+    ]
+    if index % 2 == 1:
+        return (
+            call("create_entities", {"entities": [{"name": name} for name in team["people"]]}) + "<|im_end|>"
+        )
+    relations = [{"from": a, "to": b, "relationType": "works_with"} for a, b in team["works_with"]]
+    return (
+        call("create_entities", {"entities": people})
+        + "\n"
+        + call("create_relations", {"relations": relations})
+        + "<|im_end|>"
+    )
+
+
+@pytest.fixture
+def env() -> Iterator[AgentEnv]:
+    env = AgentEnv.local(knowledge_graph.environment)
+    yield env
+    env.close()
+    assert wait_until(lambda: not servers_left()), f"server processes left running: {servers_left()}"
+
+
+def test_a_grpo_step_calls_the_server_and_scores_its_graph(
+    env: AgentEnv, tiny_model: Any, tokenizer: Any, tmp_path: Any
+) -> None:
+    from trl import GRPOTrainer
+
+    trainer = GRPOTrainer(
+        model=tiny_model,
+        processing_class=tokenizer,
+        args=grpo_config(tmp_path),
+        train_dataset=env.dataset("train"),
+        environment_factory=env.factory,
+    )
+    script = Script(tokenizer, reply)
+    trainer._generate_single_turn = script
+    trainer.train()
+
+    first = script.prompts[0]
+    create = tojson(expected_rendering(env.provider.environment.tools["create_entities"].published()))
+    assert create in first  # the server's nested schema, exactly as published
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/knowledge_graph/mean"] == pytest.approx(
+        0.5
+    )  # graph F1 read off the servers: 1 and 0
+    responses = [prompt for prompt in script.prompts if "<tool_response>" in prompt]
+    refused = next(text for text in responses if "Invalid arguments" in text)
+    assert "- entities[0]: missing required property 'entityType'" in refused
+    assert "- entities[0]: missing required property 'observations'" in refused
+    built = next(text for text in responses if "Invalid arguments" not in text)
+    assert '"relationType":"works_with"' in built  # the server's own answer to create_relations
+    assert logged["tools/failure_frequency"] == pytest.approx(1 / 3)  # the malformed call, of three
+
+
+def test_asyncgrpo_rollout_loop_discovers_and_calls_the_tools_from_a_pickled_factory(
+    env: AgentEnv, tokenizer: Any
+) -> None:
+    loop = async_rollout_loop(env, tokenizer)
+    tools = {tool.__name__: tool for tool in loop._env_tools[None]}
+    assert sorted(tools) == [
+        "add_observations",
+        "create_entities",
+        "create_relations",
+        "end_turn",
+        "read_graph",
+    ]
+    assert all(isinstance(tool, SchemaTool) for tool in tools.values())
+    assert loop.reward_func_names == ["knowledge_graph"]
+    instance = loop._environment_pool[None][0]
+    instance.reset(**knowledge_graph.ROWS[0])
+    entity = {"name": "Ada", "entityType": "person", "observations": ["engineer"]}
+    assert '"name":"Ada"' in instance.create_entities(entities=[entity])
+    assert instance.get_reward() == pytest.approx(0.5)  # F1: 1 of the 3 wanted found, and nothing else
+    type(instance._session.environment).shutdown()  # the unpickled factory's class, with servers of its own
