@@ -148,9 +148,8 @@ class Connection:
         if self._tools_changed is not None:
             raise ToolsChangedError(self._tools_changed)
         try:
-            return await asyncio.wait_for(
-                self._request(lambda: self._client.call_tool(name, arguments), f"tool '{name}'"), timeout
-            )
+            async with asyncio.timeout(timeout):
+                return await self._request(lambda: self._client.call_tool(name, arguments), f"tool '{name}'")
         except TimeoutError:
             self._lost = (
                 f"tool '{name}' got no answer from {self.label} within {timeout:g} s in episode {self.episode}"

@@ -12,7 +12,6 @@ episode uses, started again if it dies.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from typing import Any
@@ -60,7 +59,9 @@ class ServerPool:
         if self.server.shared:
             self._shared = connection
         else:
-            self._spares.append(connection)  # more spares start with the first episode: a process that only lists
+            self._spares.append(
+                connection
+            )  # more spares start with the first episode: a process that only lists
         return connection, tools
 
     async def acquire(self, episode: str) -> Connection:
@@ -113,10 +114,19 @@ class ServerPool:
             if await connection.ping():
                 return connection
             _spawn(connection.close())
-        if self._starting:  # one is on its way: wait for it rather than start another
-            task = next(iter(self._starting))
-            with contextlib.suppress(Exception):
+        starting = [task for task in self._starting if not task.done()]
+        if starting:  # one is on its way: wait for it rather than start another
+            task = starting[0]
+            try:
                 connection = await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if not task.cancelled():  # this acquire was cancelled, not the spare
+                    raise
+            except (
+                Exception
+            ):  # the spare failed to start: start one here, and raise its error if it fails too
+                pass
+            else:
                 if connection in self._spares:
                     self._spares.remove(connection)
                     return connection

@@ -1,0 +1,236 @@
+"""MCP-backed episodes on the real `@modelcontextprotocol/server-memory` (and server-filesystem, mcp-server-time):
+what a reset costs, what agent_env adds to a call, memory per live episode, and each server's tool block in tokens.
+
+Needs `make mcp-servers`. Prints:
+- episode start: a reset that takes a warm process (the pool) against one that waits on a cold spawn (warm=0, every
+  spare stopped first), p50 and p99 over the same count;
+- calls per second over stdio, one session at a time, of a desk-equivalent call (a nested `create_entities`, about
+  the size of a desk offer) and of `read_graph`, against the bare `mcp.Client` on the same event loop in alternating
+  rounds: the overhead agent_env adds (validation, the session, reading the result; and, for the synchronous calls
+  TRL makes, the hop to the background loop), in wall time and in this process's CPU; target under 10%;
+- the memory of a live episode: its server process (RSS), and the Python side;
+- each real server's tool block in tokens: Qwen3's own tokenizer under qwen3, and (the Qwen3 vocabulary with each
+  family's special tokens: indicative) gemma4 and gptoss, as their templates stand and as agent_env lowers them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agent_env import AgentEnv  # noqa: E402
+from agent_env._loop import run_sync  # noqa: E402
+from agent_env.mcp import StdioServer  # noqa: E402
+from agent_env.mcp._supervisor import OWNER_MARK, marked_processes, owner_mark  # noqa: E402
+
+NODE = ROOT / ".cache" / "mcp-servers" / "node" / "node_modules" / "@modelcontextprotocol"
+MEMORY = str(NODE / "server-memory" / "dist" / "index.js")
+FILESYSTEM = str(NODE / "server-filesystem" / "dist" / "index.js")
+TIME = str(ROOT / ".cache" / "mcp-servers" / "python" / "bin" / "mcp-server-time")
+ENTITIES = {
+    "entities": [
+        {
+            "name": f"person-{i}",
+            "entityType": "person",
+            "observations": ["engineer", "works on the grid desk"],
+        }
+        for i in range(4)
+    ]
+}
+"""A desk-equivalent call: a nested array of four objects with string arrays (about 300 bytes of JSON, as a
+`submit_dam_offers` with four curves is)."""
+RESETS = 40
+
+
+def memory_server() -> StdioServer:
+    return StdioServer("node", [MEMORY], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"})
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def resets(env: AgentEnv, count: int, *, cold: bool) -> list[float]:
+    """Milliseconds of each reset; a cold one first stops every spare, so the reset waits on a spawn."""
+    pool = env.provider.environment.runtime.pools[""]
+    times = []
+    with env.open() as session:
+        for _ in range(count):
+            if cold:
+                run_sync(pool.close())
+            else:
+                deadline = time.monotonic() + 10
+                while pool.spares() < 1 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            start = time.perf_counter()
+            session.reset()
+            times.append((time.perf_counter() - start) * 1e3)
+            session.reward()  # ends the episode: its server is let go
+            time.sleep(0.25)  # a rollout's worth of time: the pool starts a spare meanwhile
+    return times
+
+
+async def timed(call: Any, count: int) -> tuple[float, float]:
+    """Wall and this process's CPU milliseconds per call of `count` awaited calls."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(count):
+        await call()
+    return (time.perf_counter() - wall) / count * 1e3, (time.process_time() - cpu) / count * 1e3
+
+
+def overhead(name: str, arguments: dict[str, Any], rounds: int = 12, count: int = 40) -> None:
+    """The bare `mcp.Client` and agent_env's session on the same server build, on the same event loop, in
+    alternating rounds (so both meet the same load): ms per call, wall and this process's CPU."""
+    from mcp import Client, StdioServerParameters
+
+    env = AgentEnv.mcp(memory_server(), warm=0)
+    session = env.open()
+    session.reset()
+    parameters = StdioServerParameters(
+        command="node", args=[MEMORY], env={"MEMORY_FILE_PATH": "/tmp/agent-env-bench.jsonl"}
+    )
+
+    def synchronous() -> tuple[float, float]:  # as TRL calls a tool: from a thread, blocking
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(count):
+            session.call_tool(name, arguments)
+        return (time.perf_counter() - wall) / count * 1e3, (time.process_time() - cpu) / count * 1e3
+
+    async def measure() -> list[tuple[tuple[float, float], ...]]:
+        rows = []
+        async with Client(parameters, cache=None) as bare:
+            for _ in range(rounds):
+                baseline = await timed(lambda: bare.call_tool(name, arguments), count)
+                awaited = await timed(lambda: session.acall_tool(name, arguments), count)
+                rows.append((baseline, awaited, await asyncio.to_thread(synchronous)))
+        return rows
+
+    rows = run_sync(measure())
+    session.close()
+    env.close()
+    base_wall = [row[0][0] for row in rows]
+    base_cpu = statistics.median(row[0][1] for row in rows)
+    for index, label in enumerate(("bare mcp.Client", "agent_env, awaited", "agent_env, sync (TRL)")):
+        wall = statistics.median(row[index][0] for row in rows)
+        cpu = statistics.median(row[index][1] for row in rows)
+        ratio = statistics.median(row[index][0] / base for row, base in zip(rows, base_wall, strict=True))
+        extra = (
+            ""
+            if index == 0
+            else f"   {(ratio - 1) * 100:+5.1f}% wall, {cpu - base_cpu:+.3f} ms CPU over bare"
+        )
+        print(
+            f"  {name:16} {label:22} {wall:6.2f} ms/call ({1e3 / wall:5.0f}/s), client CPU {cpu:.3f} ms{extra}"
+        )
+
+
+def live_memory(env: AgentEnv, episodes: int) -> tuple[float, float]:
+    """MiB of server RSS and of Python allocations per live episode, with `episodes` open at once."""
+    import psutil
+
+    env.close()
+    before = {pid for pid in marked_processes(OWNER_MARK, owner_mark())}
+    gc.collect()
+    tracemalloc.start()
+    sessions = [env.open() for _ in range(episodes)]
+    for session in sessions:
+        session.reset()
+        session.call_tool("create_entities", ENTITIES)
+    python_bytes = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    time.sleep(1.0)  # let the pool's spares settle, then count only the episodes' own servers
+    ours = [
+        connection
+        for session in sessions
+        for connection in session.environment._episode._connections.values()
+    ]
+    rss = 0
+    from agent_env.mcp._supervisor import SERVER_MARK
+
+    for connection in ours:
+        for pid in marked_processes(SERVER_MARK, connection.id):
+            if pid not in before:
+                rss += psutil.Process(pid).memory_info().rss
+    for session in sessions:
+        session.close()
+    return rss / episodes / 2**20, python_bytes / episodes / 2**20
+
+
+def tool_blocks() -> None:
+    from agent_env.inspection.tokens import qwen3_tokenizer_folder
+    from agent_env.training.families import family_of, lower
+    from agent_env.training.fidelity import PROBE, entry
+    from agent_env.training.templates import resolve_template
+    from bench.fidelity import tokenizer_for
+
+    servers = {
+        "server-memory": memory_server(),
+        "server-filesystem": StdioServer("node", [FILESYSTEM, "{episode_dir}"]),
+        "mcp-server-time": StdioServer(TIME),
+    }
+    print(
+        f"{'server':18} {'tools':>5} {'qwen3':>7} {'gemma4 stock':>13} {'lowered':>8} {'gptoss stock':>13} {'lowered':>8}"
+    )
+    qwen3_folder = qwen3_tokenizer_folder()
+    for label, server in servers.items():
+        env = AgentEnv.mcp(server, warm=0)
+        published = env.tools()
+        counts = []
+        for name in ("qwen3", "gemma4", "gptoss"):
+            template = resolve_template(name)
+            family = family_of(template.text)
+            tokenizer = tokenizer_for(name)
+            bare = len(tokenizer.encode(template.render(PROBE, None)).ids)
+            for chosen in (None, family) if family else (None,):
+                text = template.render(PROBE, [entry(lower(tool, chosen)) for tool in published])
+                counts.append(len(tokenizer.encode(text).ids) - bare)
+        env.close()
+        print(
+            f"{label:18} {len(published):5d} {counts[0]:7d} {counts[1]:13d} {counts[2]:8d} {counts[3]:13d} {counts[4]:8d}"
+        )
+    del qwen3_folder
+
+
+def main() -> None:
+    env = AgentEnv.mcp(memory_server(), warm=2)
+    warm = resets(env, RESETS, cold=False)
+    env.close()
+    cold_env = AgentEnv.mcp(memory_server(), warm=0)
+    cold = resets(cold_env, RESETS // 2, cold=True)
+    cold_env.close()
+    print(f"episode start (reset), server-memory over stdio, {RESETS} warm and {RESETS // 2} cold resets")
+    print(
+        f"  warm pool:  p50 {statistics.median(warm):7.1f} ms   p99 {percentile(warm, 0.99):7.1f} ms   (target: p50 under 20 ms)"
+    )
+    print(f"  cold spawn: p50 {statistics.median(cold):7.1f} ms   p99 {percentile(cold, 0.99):7.1f} ms")
+    print(f"  the warm pool starts episodes {statistics.median(cold) / statistics.median(warm):.0f}x faster")
+
+    print(
+        "per call over stdio, server-memory; the overhead is agent_env's over the bare client (target < 10%)"
+    )
+    for name, arguments in (("create_entities", ENTITIES), ("read_graph", {})):
+        overhead(name, arguments)
+    env = AgentEnv.mcp(memory_server(), warm=1)
+    server_mib, python_mib = live_memory(env, 8)
+    env.close()
+    print(
+        f"memory per live episode (8 open): its server process {server_mib:.1f} MiB RSS, Python side {python_mib:.2f} MiB"
+    )
+    print(
+        "tool blocks in tokens (Qwen3 vocabulary; gemma4 and gptoss with their special tokens added: indicative)"
+    )
+    tool_blocks()
+
+
+if __name__ == "__main__":
+    main()
