@@ -50,6 +50,10 @@ ray-test: install
 mcp-test: install mcp-servers
 	$(RUN) pytest tst/mcp
 
+# The README's MCP example: a GRPO step on server-memory with a tiny random Qwen3 on the CPU.
+mcp-example: install mcp-servers
+	$(RUN) python examples/knowledge_graph.py --steps 1
+
 # The unit and TRL tiers in a clean venv per supported combination (.ci/matrix.py): the floors on Python 3.11,
 # uv.lock's newest on 3.12 and 3.13. Venvs are cached in .cache/matrix and rebuilt when their inputs change.
 ROWS ?=
