@@ -61,13 +61,13 @@ matrix: install
 	UV="$(UV)" $(RUN) python .ci/matrix.py $(ROWS)
 
 lint: install
-	$(RUN) ruff check agent_env tst bench .ci
-	$(RUN) ruff format --check agent_env tst bench .ci
+	$(RUN) ruff check agent_env tst bench examples .ci
+	$(RUN) ruff format --check agent_env tst bench examples .ci
 	$(RUN) mypy
 
 format: install
-	$(RUN) ruff format agent_env tst bench
-	$(RUN) ruff check --fix agent_env tst bench
+	$(RUN) ruff format agent_env tst bench examples
+	$(RUN) ruff check --fix agent_env tst bench examples
 
 demo: install
 	$(RUN) agent-env demo

@@ -36,7 +36,12 @@ async def test_an_environment_is_served_by_name_with_its_config():
 @pytest.mark.parametrize(
     ("environment", "options", "error", "message"),
     [
-        (dict, {}, TypeError, "build_app serves an Environment subclass, an MCPEnvironment or a name, not <class 'dict'>"),
+        (
+            dict,
+            {},
+            TypeError,
+            "build_app serves an Environment subclass, an MCPEnvironment or a name, not <class 'dict'>",
+        ),
         ("no-such-env", {}, LookupError, "unknown environment 'no-such-env'"),
         (
             ToyDesk,
