@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from agent_env.errors import AgentEnvError, ToolError
 from agent_env.mcp._servers import HttpServer, Server, StdioServer
-from agent_env.mcp._supervisor import SERVER_MARK, kill_marked, server_marks
+from agent_env.mcp._supervisor import SERVER_MARK, kill_marked, scratch_folder, server_marks
 from agent_env.server.errors import (
     CallTimeoutError,
     EpisodeNotFoundError,
@@ -86,6 +86,7 @@ class Connection:
         """The HTTP status (401 or 403) an HTTP server refused the credentials with."""
         self._tools_changed: str | None = None
         self._task: asyncio.Task[None] | None = None
+        self._cleaned = False
 
     @property
     def label(self) -> str:
@@ -101,7 +102,7 @@ class Connection:
             UnauthorizedError: An HTTP server refused the credentials.
         """
         if isinstance(self.server, StdioServer) and self.server.per_episode_dir:
-            self.directory = tempfile.mkdtemp(prefix="agent-env-mcp-")
+            self.directory = scratch_folder()
         self._task = asyncio.create_task(self._run(), name=f"agent-env-mcp-{self.id}")
         try:
             await asyncio.wait_for(self._ready.wait(), self.start_timeout)
@@ -188,7 +189,7 @@ class Connection:
         if self._task is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._done.wait()), _STOP_TIMEOUT)
-        self._clean_up()
+        await asyncio.to_thread(self._clean_up)  # a scan of /proc and a folder removed: off the loop
 
     async def _request(
         self, request: Callable[[], Awaitable[Any]], action: str, *, refusal: type[AgentEnvError] = ToolError
@@ -360,6 +361,10 @@ class Connection:
         return f"; it wrote non-MCP output to stdout ({self._junk})" if self._junk else ""
 
     def _clean_up(self) -> None:
+        """Kill what is left of the server by its mark, remove its scratch folder, close its stderr; once."""
+        if self._cleaned:
+            return
+        self._cleaned = True
         if isinstance(self.server, StdioServer):
             kill_marked(SERVER_MARK, self.id)
         if self.directory is not None:

@@ -3,7 +3,7 @@
 Every stdio server this process starts gets two environment variables, which its own children inherit: this
 process's owner mark and a mark of its own. A small reaper process, started with the first server, waits on a pipe
 from this process; when the pipe closes (this process exited, crashed, or was killed with SIGKILL), it kills every
-process that carries the owner mark, with its process group. A single server (one that hangs, or outlived a clean
+process that carries the owner mark, with its process group, and removes the scratch folders named after the mark. A single server (one that hangs, or outlived a clean
 shutdown) is killed by its own mark. Processes are found through `/proc`, so on systems without it (macOS) only the
 MCP SDK's own shutdown (stdin closed, then the process group terminated) applies.
 """
@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -58,6 +59,9 @@ for _ in range(3):
                 pass
     if not found:
         break
+import glob, shutil
+for folder in glob.glob(os.path.join(sys.argv[2], sys.argv[3] + "*")):
+    shutil.rmtree(folder, ignore_errors=True)
 """
 
 
@@ -88,7 +92,7 @@ _owner = _Owner()
 def _start_reaper(mark: str) -> subprocess.Popen[bytes] | None:
     try:
         return subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _REAPER, mark],
+            [sys.executable, "-I", "-S", "-c", _REAPER, mark, tempfile.gettempdir(), _scratch_prefix(mark)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -100,6 +104,16 @@ def _start_reaper(mark: str) -> subprocess.Popen[bytes] | None:
             "agent_env: no reaper for MCP server processes (%s); a crash may leave them running", error
         )
         return None
+
+
+def _scratch_prefix(mark: str) -> str:
+    return f"agent-env-mcp-{mark}-"
+
+
+def scratch_folder() -> str:
+    """A new scratch folder for a server's episode, named after this process's mark, so the reaper removes it
+    too if this process dies without removing it itself."""
+    return tempfile.mkdtemp(prefix=_scratch_prefix(_owner.current()))
 
 
 def server_marks(server_id: str) -> dict[str, str]:
@@ -151,4 +165,12 @@ def _is_zombie(pid: str) -> bool:
     return status.rpartition(")")[2].split()[:1] == ["Z"]
 
 
-__all__ = ["OWNER_MARK", "SERVER_MARK", "kill_marked", "marked_processes", "owner_mark", "server_marks"]
+__all__ = [
+    "OWNER_MARK",
+    "SERVER_MARK",
+    "kill_marked",
+    "marked_processes",
+    "owner_mark",
+    "scratch_folder",
+    "server_marks",
+]

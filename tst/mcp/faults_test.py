@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -214,7 +215,8 @@ class TestNothingOutlivesItsOwner:
             from agent_env import AgentEnv
             from agent_env.mcp import StdioServer
             from agent_env.mcp._supervisor import owner_mark
-            env = AgentEnv.mcp(StdioServer("node", [{node_server("server-memory")!r}]), warm=2)
+            memory = StdioServer("node", [{node_server("server-memory")!r}], env={{"MEMORY_FILE_PATH": "{{episode_dir}}/m"}})
+            env = AgentEnv.mcp(memory, warm=2)
             session = env.open()
             session.reset()
             print(json.dumps(owner_mark()), flush=True)
@@ -224,13 +226,17 @@ class TestNothingOutlivesItsOwner:
         trainer = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
         try:
             owner = json.loads(trainer.stdout.readline())  # type: ignore[union-attr]
-            assert wait_until(
-                lambda: len(marked_processes(OWNER_MARK, owner)) == 3
-            )  # an episode's and two spares
+            assert wait_until(lambda: len(marked_processes(OWNER_MARK, owner)) == 3)  # an episode's, 2 spares
+            assert len(scratch_folders(owner)) == 3  # and each one's {episode_dir}
         finally:
             trainer.kill()  # SIGKILL: no atexit, no finally, nothing of the trainer's own runs
             trainer.wait()
         assert wait_until(lambda: not marked_processes(OWNER_MARK, owner), timeout=10), (
             "the reaper left servers"
         )
+        assert wait_until(lambda: not scratch_folders(owner)), "the reaper left scratch folders"
         assert not servers_left()
+
+
+def scratch_folders(owner: str) -> list[Path]:
+    return list(Path(tempfile.gettempdir()).glob(f"agent-env-mcp-{owner}-*"))
