@@ -60,7 +60,8 @@ class PoolSettings:
 
 
 class Pool:
-    """This process's handles on a pool's actors, made on first use (and again in a process of another pid).
+    """This process's handles on a pool's actors, made on first use (and again in a process of another pid), and the
+    load questions its actors have not answered yet (`unanswered`, by slot: see `RayProvider.loads`).
 
     Args:
         settings: Where the pool lives and how its actors are made.
@@ -73,6 +74,7 @@ class Pool:
         self.host = host
         self.tool_set = tool_set
         self._handles: dict[int, ActorHandle] = {}
+        self.unanswered: dict[int, Any] = {}
         self._pid = 0
         self._address: str | None = None
         self._lock = threading.Lock()
@@ -105,6 +107,7 @@ class Pool:
         with self._lock:
             if self._handles.get(index) is handle:
                 del self._handles[index]
+                self.unanswered.pop(index, None)
 
     def shutdown(self) -> None:
         """End every actor of the pool (detached ones too), wherever it was made; its episodes are gone."""
@@ -116,10 +119,12 @@ class Pool:
                 continue
         with self._lock:
             self._handles.clear()
+            self.unanswered.clear()
 
     def _connect(self) -> None:
         self._join()
         self._handles = {}
+        self.unanswered = {}
         self._handles.update(self._start(range(self.settings.actors)))
         self._pid = os.getpid()
 

@@ -134,21 +134,45 @@ class RayProvider:
         return self.environment(**self.config).dataset_rows(split)
 
     def loads(self) -> dict[int, int]:
-        """How many live episodes each actor that answers in time holds, by slot."""
+        """How many live episodes each actor that answers in time holds, by slot.
+
+        An actor that leaves the question unanswered for `LOAD_TIMEOUT` (cut off, frozen) or cannot take it
+        (restarting) is passed over, and so is it by later calls, without waiting again, until it answers: a lost
+        node or a partition costs one wait, not one per new episode.
+        """
         handles = self.pool.handles()
-        references: dict[int, Any] = {index: handle.load.remote() for index, handle in handles.items()}
-        ready, _ = ray.wait(list(references.values()), num_returns=len(references), timeout=LOAD_TIMEOUT)
+        unanswered = self.pool.unanswered
+        questions: dict[int, Any] = {}
+        for index, handle in handles.items():
+            earlier = unanswered.get(index)
+            if earlier is not None:
+                if not ray.wait([earlier], timeout=0)[0]:
+                    continue  # still silent
+                unanswered.pop(index, None)
+                if self._answer(index, handles[index], earlier) is None:
+                    continue  # still restarting (asked again), or dead
+            questions[index] = handle.load.remote()
+        ready, _ = ray.wait(list(questions.values()), num_returns=len(questions), timeout=LOAD_TIMEOUT)
         loads: dict[int, int] = {}
-        for index, reference in references.items():
+        for index, reference in questions.items():
             if reference not in ready:
-                continue
-            try:
-                loads[index] = ray.get(reference)
-            except ActorDiedError:
-                self.pool.forget(index, handles[index])
-            except RayActorError:  # restarting: pass it over this time
-                continue
+                unanswered[index] = reference
+            elif (load := self._answer(index, handles[index], reference)) is not None:
+                loads[index] = load
         return loads
+
+    def _answer(self, index: int, handle: Any, reference: Any) -> int | None:
+        """An actor's answer to a load question; None when it could not answer: a restarting actor is asked again
+        (passed over until it answers), one dead for good is forgotten (made again on next use)."""
+        try:
+            load: int = ray.get(reference)
+        except ActorDiedError:
+            self.pool.forget(index, handle)
+            return None
+        except RayActorError:
+            self.pool.unanswered[index] = handle.load.remote()
+            return None
+        return load
 
     def place(self, row: Mapping[str, Any] | None, action: str) -> tuple[str, str | None]:
         """Open an episode on the least-loaded actor that takes it; return its id and first observation.
@@ -160,7 +184,9 @@ class RayProvider:
         loads = self.loads()
         if not loads:
             raise ServerUnavailableError(
-                f"{action}: no actor of Ray pool {self.pool.settings.pool!r} answered within {LOAD_TIMEOUT:g} s"
+                f"{action}: no actor of Ray pool {self.pool.settings.pool!r} answers: each left the question of "
+                f"its load unanswered for {LOAD_TIMEOUT:g} s, or is restarting; are the cluster's nodes alive and "
+                "reachable (`ray status`)?"
             )
         capacity = self.pool.host.episodes_per_actor
         for index in sorted(loads, key=lambda slot: (loads[slot], random.random())):

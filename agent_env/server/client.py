@@ -204,7 +204,12 @@ class RemoteSession(Session):
             self.episode_id = answer["episode_id"]
         try:
             return self.provider.request("POST", self._path(action_path), body=body, action=action)
-        except (CallTimeoutError, EpisodeNotFoundError):
+        except CallTimeoutError:
+            # The server may be out of reach (a dead link, a frozen host): closing the episode meets the same
+            # silence, so it happens in the background rather than holding the caller for a second timeout.
+            self._let_go(wait=False)
+            raise
+        except EpisodeNotFoundError:
             self._let_go()
             raise
 
@@ -212,11 +217,20 @@ class RemoteSession(Session):
         assert self.episode_id is not None
         return f"/episodes/{self.episode_id}/{action_path}"
 
-    def _let_go(self) -> None:
-        """Close the server-side episode if there is one, without raising: it may be gone already."""
+    def _let_go(self, wait: bool = True) -> None:
+        """Forget the server-side episode if there is one, and close it there (on a thread of its own unless `wait`),
+        without raising: it may be gone already."""
         episode_id, self.episode_id = self.episode_id, None
         if episode_id is None:
             return
+        if wait:
+            self._close_episode(episode_id)
+        else:
+            threading.Thread(
+                target=self._close_episode, args=(episode_id,), name="agent-env-close", daemon=True
+            ).start()
+
+    def _close_episode(self, episode_id: str) -> None:
         try:
             self.provider.request("DELETE", f"/episodes/{episode_id}", action="close")
         except RemoteError as error:

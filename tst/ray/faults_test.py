@@ -11,6 +11,7 @@ import pytest
 import ray
 
 from agent_env.ray import RayProvider
+from agent_env.ray import _provider as provider_module
 from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError
 from tst.ray.envs import WhereDesk
 
@@ -122,5 +123,41 @@ def test_an_actor_dead_for_good_is_made_again_for_the_next_episode(ray_cluster):
         assert session.reset(seed=5) == "counter starts at 5"
         assert session.call_tool("where", {}) != old_pid  # a new actor under the same name
         session.close()
+    finally:
+        provider.shutdown()
+
+
+def test_an_actor_that_does_not_answer_is_passed_over_without_waiting_until_it_answers(
+    ray_cluster, monkeypatch
+):
+    """An actor that cannot answer (frozen here; cut off by a partition, or restarting, on a cluster) costs the
+    placement that first asks it `LOAD_TIMEOUT`, once; later placements pass it over at once, and it rejoins the pool
+    when it answers."""
+    monkeypatch.setattr(provider_module, "LOAD_TIMEOUT", 3.0)
+    provider = RayProvider(WhereDesk, actors=2, pool="silent", call_timeout=60.0)
+    try:
+        frozen = provider.open()
+        frozen.reset()
+        silent = int(frozen.episode_id.split("/")[1])
+        with ThreadPoolExecutor(1) as caller:
+            freezing = caller.submit(frozen.call_tool, "freeze", {"seconds": 12})
+            time.sleep(0.5)  # let the freeze reach the actor
+            started = time.monotonic()
+            first = provider.open()
+            first.reset(seed=1)
+            waited = time.monotonic() - started
+            started = time.monotonic()
+            later = [provider.open() for _ in range(3)]
+            for session in later:
+                session.reset(seed=2)
+            quick = time.monotonic() - started
+            assert waited >= 3.0  # the first placement asked the silent actor and waited for it
+            assert quick < 2.0  # the next three did not wait again (they would have, 3 s each)
+            placed = {int(session.episode_id.split("/")[1]) for session in [first, *later]}
+            assert placed == {1 - silent}
+            assert freezing.result(timeout=60) == "thawed"
+        assert provider.loads() == {silent: 1, 1 - silent: 4}  # it answered: back in the pool
+        for session in [frozen, first, *later]:
+            session.close()
     finally:
         provider.shutdown()

@@ -3,9 +3,12 @@ failure of the network is a typed error that arrives in bounded time."""
 
 from __future__ import annotations
 
+import contextlib
 import pickle
+import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -193,8 +196,58 @@ def test_a_call_the_server_does_not_answer_in_time_raises_call_timeout_and_lets_
             session.call_tool("hang", {"seconds": 30})
         assert time.monotonic() - started < 2
         assert session.episode_id is None
+        deadline = time.monotonic() + 5  # the episode is closed on the server in the background
+        while app.state.episodes.count() and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert app.state.episodes.count() == 0
         RELEASE.set()  # the server's worker is still in the call; let it finish so the server stops at once
+
+
+def test_a_server_that_answers_nothing_costs_one_timeout_not_two():
+    """A server that holds connections without answering (unreachable behind a dead link, frozen): the call fails
+    after one timeout; the session's closing of its episode, which meets the same silence, does not add another."""
+    with silent_server() as (url, requests):
+        session = RemoteProvider(url, timeout=2.0, name="ToyDesk").open()
+        session.episode_id = "0123abcd"  # an episode opened before the server fell silent
+        started = time.monotonic()
+        with pytest.raises(CallTimeoutError, match=r"^tool 'add': no answer from .* within 2 s$"):
+            session.call_tool("add", {"amount": 1})
+        assert time.monotonic() - started < 3.5  # one timeout and slack; two would be 4 s
+        assert session.episode_id is None
+        deadline = time.monotonic() + 10
+        while not any(line.startswith(b"DELETE /episodes/0123abcd ") for line in requests):
+            assert time.monotonic() < deadline, f"the episode was never closed: {requests}"
+            time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[tuple[str, list[bytes]]]:
+    """A TCP server on loopback that accepts connections and reads requests but never answers; yields its URL and
+    the request lines it has read."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    requests: list[bytes] = []
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            held.append(connection)
+            threading.Thread(target=read, args=(connection,), daemon=True).start()
+
+    def read(connection: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            requests.append(connection.recv(65536).split(b"\r\n", 1)[0])
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", requests
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
 
 
 def test_a_call_past_the_server_timeout_raises_call_timeout_with_the_server_message():
