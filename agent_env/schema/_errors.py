@@ -4,4 +4,4 @@ from __future__ import annotations
 
 
 class SchemaNormalizationError(ValueError):
-    """A schema cannot be made self-contained (for example, a recursive type)."""
+    """A schema cannot be made self-contained (for example, a recursive type), or accepts no value at all."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
+from agent_env.schema._applicable import drop_what_cannot_apply
 from agent_env.schema._check import MAX_SCHEMA_DEPTH, schema_place, too_deep
 from agent_env.schema._describe import short
 from agent_env.schema._dialects import UnknownDialectError, upgrade
@@ -189,6 +190,7 @@ def upgrade_dialect(schema: Schema) -> Schema:
 PASSES: tuple[Callable[[Schema], Schema], ...] = (
     upgrade_dialect,
     inline_refs,
+    drop_what_cannot_apply,
     drop_noise,
     order_keywords,
 )

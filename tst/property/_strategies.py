@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, create_model
 from pydantic.fields import FieldInfo
 
+from agent_env.schema import SchemaNormalizationError, normalize
+
 _names = itertools.count()
 
 # Pydantic field types, drawn: numbers with bounds, strings with lengths and patterns, literals, booleans, and
@@ -154,6 +156,20 @@ def handwritten_schemas(draw: st.DrawFn) -> dict[str, Any]:
         keyword: definitions,
         **({"$ref": f"#/{keyword}/D0"} if draw(st.booleans()) else {}),
     }
+
+
+def published_schemas() -> st.SearchStrategy[dict[str, Any]]:
+    """Pydantic models' and hand-written schemas, normalized as a tool publishes them: those normalization refuses
+    (a drawn `$ref` to `const: 3` beside `"type": "object"` accepts nothing) left out."""
+
+    def normalizes(schema: dict[str, Any]) -> bool:
+        try:
+            normalize(schema)
+        except SchemaNormalizationError:
+            return False
+        return True
+
+    return (pydantic_schemas() | handwritten_schemas()).filter(normalizes).map(normalize)
 
 
 JSON = st.recursive(
