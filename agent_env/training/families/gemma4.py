@@ -59,7 +59,7 @@ def _property(schema: Any) -> Any:
     schema = _nullable(schema)
     kept: dict[str, Any] = {}
     declared = schema.get("type")
-    if declared in _TYPES:
+    if isinstance(declared, str) and declared in _TYPES:
         kept["type"] = declared
     elif "enum" in schema and _all_strings(schema["enum"]) and declared is None:
         kept["type"] = "string"  # a string enum without a type: the type it implies, so the enum shows

@@ -177,3 +177,8 @@ def test_gptoss_says_no_count_for_items_the_count_cannot_apply_to():
         "type": "array",
         "description": "An array of integers.",
     }
+
+
+def test_gemma4_says_a_list_of_types_in_words():
+    lowered = gemma4.lower(tool(x={"type": ["string", "integer"], "description": "An id."}))
+    assert lowered["inputSchema"]["properties"]["x"] == {"description": "An id. A string or an integer."}
