@@ -142,7 +142,8 @@ def test_gemma4_revisions_that_drop_keyword_named_properties_are_found_by_a_prob
     chat_template = resolve_template(template)
     lowered = gemma4.lower(tool(type={"type": "string"}))
     refused = gemma4.refusals(lambda t: chat_template.render(PROBE, [entry(dict(t))]), [lowered])
-    assert refused == [("offer", refused[0][1])] and "parameter 'type' is left out" in refused[0][1]
+    assert [(refusal.tool, refusal.place) for refusal in refused] == [("offer", "type")]
+    assert "parameter 'type' is left out" in refused[0].problem
     fine = resolve_template("gemma4_v5")
     assert gemma4.refusals(lambda t: fine.render(PROBE, [entry(dict(t))]), [lowered]) == []
 
@@ -182,3 +183,12 @@ def test_gptoss_says_no_count_for_items_the_count_cannot_apply_to():
 def test_gemma4_says_a_list_of_types_in_words():
     lowered = gemma4.lower(tool(x={"type": ["string", "integer"], "description": "An id."}))
     assert lowered["inputSchema"]["properties"]["x"] == {"description": "An id. A string or an integer."}
+
+
+def test_a_refusal_covers_what_is_lost_under_its_parameter_and_nothing_else():
+    from agent_env.training.families import Refusal
+
+    refusal = Refusal("offer", "renamed", "rows[].type")
+    assert refusal.covers("rows[].type.description") and refusal.covers("rows[].type[].minimum (value)")
+    assert not refusal.covers("rows[].types.description") and not refusal.covers("rows[].minItems")
+    assert not Refusal("offer", "whole tool").covers("rows[].type.description")
