@@ -5,7 +5,7 @@ Run it again when a pinned version changes, from a folder where the servers are 
 
     npm install @modelcontextprotocol/server-memory@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
     uv venv py && uv pip install --python py/bin/python mcp-server-time==2026.10.19 mcp-server-git==2026.10.19
-    PYTHONPATH=/path/to/agent_env uv run --project /path/to/agent_env python -m tst.data.mcp.capture .
+    cd /path/to/agent_env && uv run --frozen python -m tst.data.mcp.capture /path/to/that/folder
 """
 
 from __future__ import annotations
