@@ -154,7 +154,12 @@ def handwritten_schemas(draw: st.DrawFn) -> dict[str, Any]:
         },
         "required": draw(st.lists(st.sampled_from(["p", "q", "r"]), unique=True)),
         keyword: definitions,
-        **({"$ref": f"#/{keyword}/D0"} if draw(st.booleans()) else {}),
+        # a root $ref beside "type": "object" to a definition listing no object would accept nothing (refused)
+        **(
+            {"$ref": f"#/{keyword}/D0"}
+            if draw(st.booleans()) and not {"enum", "const"} & chosen[0].keys()
+            else {}
+        ),
     }
 
 
