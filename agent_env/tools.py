@@ -136,9 +136,8 @@ class Tool:
             validator = validator_for(schema)
         except (SchemaNormalizationError, ValueError) as error:
             raise ToolDefinitionError(f"tool '{name}': {error}") from None
-        if (
-            schema.get("type") != "object"
-        ):  # read once upgraded: up to draft-07, a `type` beside `$ref` says nothing
+        # Read once upgraded: up to draft-07, a `type` beside a `$ref` says nothing, and the `$ref` may say it.
+        if schema.get("type") != "object":
             raise ToolDefinitionError(must_be_object)
         return cls(name, description, schema, function, validator, _as_sent, is_async=False)
 
