@@ -117,18 +117,19 @@ class Tool:
     def from_schema(
         cls, name: str, description: str, input_schema: Any, function: Callable[..., Any]
     ) -> Tool:
-        """A tool published elsewhere (a remote server's listing), held to its schema here: the schema is checked,
-        normalized and checked again as an explicit one is, and calls are validated before `function` runs them
-        with the arguments as sent (awaited, when it is a coroutine function).
+        """A tool published elsewhere (a remote server's listing), held to its schema here: the schema is checked
+        against the metaschema of the dialect it declares (an MCP server's draft-07, or 2020-12 when it declares
+        none), normalized to 2020-12 with its meaning kept, and checked again, as an explicit one is; calls are
+        validated before `function` runs them with the arguments as sent (awaited, when it is a coroutine
+        function).
 
         Raises:
             ToolDefinitionError: The name or the schema cannot be published; the message says which and why.
         """
         _check_name(name)
-        if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
-            raise ToolDefinitionError(
-                f'tool \'{name}\': its input schema must be a JSON object with "type": "object"'
-            )
+        must_be_object = f'tool \'{name}\': its input schema must be a JSON object with "type": "object"'
+        if not isinstance(input_schema, dict):
+            raise ToolDefinitionError(must_be_object)
         try:
             check_schema(input_schema)  # before anything walks it: a remote schema is input like any other
             schema = normalize(input_schema)
@@ -136,6 +137,9 @@ class Tool:
             validator = validator_for(schema)
         except (SchemaNormalizationError, ValueError) as error:
             raise ToolDefinitionError(f"tool '{name}': {error}") from None
+        # Read once upgraded: up to draft-07, a `type` beside a `$ref` says nothing, and the `$ref` may say it.
+        if schema.get("type") != "object":
+            raise ToolDefinitionError(must_be_object)
         return cls(
             name,
             description,

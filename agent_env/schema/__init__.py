@@ -7,27 +7,26 @@ import json
 from typing import Any
 
 from agent_env.schema._check import MAX_SCHEMA_DEPTH, SchemaCheckError, check_schema
-from agent_env.schema._passes import (
-    MAX_SCHEMA_NODES,
-    PASSES,
-    SchemaNormalizationError,
-    close_objects,
-    normalize,
-)
+from agent_env.schema._dialects import DIALECTS, Dialect, dialect_of
+from agent_env.schema._errors import SchemaNormalizationError
+from agent_env.schema._passes import MAX_SCHEMA_NODES, PASSES, close_objects, normalize
 from agent_env.schema._signature import ArgumentModel, Docstring, signature_schema
 from agent_env.schema._validator import ArgumentValidator, json_path, validator_for
 
 __all__ = [
+    "DIALECTS",
     "MAX_SCHEMA_DEPTH",
     "MAX_SCHEMA_NODES",
     "PASSES",
     "ArgumentModel",
     "ArgumentValidator",
+    "Dialect",
     "Docstring",
     "SchemaCheckError",
     "SchemaNormalizationError",
     "check_schema",
     "close_objects",
+    "dialect_of",
     "fingerprint",
     "json_path",
     "normalize",

@@ -1,5 +1,6 @@
 """Check a schema before anything walks it: JSON values only, nested at most `MAX_SCHEMA_DEPTH` deep, and valid
-under the JSON Schema 2020-12 metaschema, with every problem named by its place."""
+under the metaschema of the dialect it declares (2020-12 when it declares none), with every problem named by its
+place."""
 
 from __future__ import annotations
 
@@ -10,31 +11,37 @@ from typing import Any
 import jsonschema_rs
 
 from agent_env.schema._describe import ReadingOrder, bulleted, describe, json_path, short
+from agent_env.schema._dialects import Dialect, UnknownDialectError, dialect_of
 
 MAX_SCHEMA_DEPTH = 100
 """The deepest a schema may nest (objects and arrays, refs inlined). Walks over schemas recurse; past this they
 would not stop at a clear error, and a prompt has no use for a schema a tenth this deep."""
 
-_METASCHEMA = "https://json-schema.org/draft/2020-12/schema"
-
 
 class SchemaCheckError(ValueError):
-    """A schema is not a valid JSON Schema (2020-12); the message lists every problem with its place."""
+    """A schema is not a valid JSON Schema of the dialect it declares; the message lists every problem with its
+    place."""
 
 
 def check_schema(schema: Any) -> None:
-    """Raise `SchemaCheckError` naming every place where `schema` is not JSON, nests too deep, or breaks 2020-12."""
-    problems = schema_problems(schema)
+    """Raise `SchemaCheckError` naming every place where `schema` is not JSON, nests too deep, declares a dialect
+    agent_env does not read, or breaks its dialect's metaschema (2020-12's when it declares none)."""
+    try:
+        dialect = dialect_of(schema)
+    except UnknownDialectError as unknown:
+        raise SchemaCheckError(str(unknown)) from None
+    problems = schema_problems(schema, dialect)
     if len(problems) == 1:
-        raise SchemaCheckError(f"not a valid JSON Schema (2020-12) at {problems[0]}")
+        raise SchemaCheckError(f"not a valid JSON Schema ({dialect.name}) at {problems[0]}")
     if problems:
         raise SchemaCheckError(
-            "\n".join(["not a valid JSON Schema (2020-12); fix these:", *bulleted(problems)])
+            "\n".join([f"not a valid JSON Schema ({dialect.name}); fix these:", *bulleted(problems)])
         )
 
 
-def schema_problems(schema: Any) -> list[str]:
-    """Every problem of `schema`, one `place: problem` line each, in the order the schema reads.
+def schema_problems(schema: Any, dialect: Dialect) -> list[str]:
+    """Every problem of `schema` as a schema of `dialect`, one `place: problem` line each, in the order the schema
+    reads.
 
     What is not JSON is named first; the metaschema then judges the rest, with those values left out, so one NaN
     does not hide a misspelt type. A schema nested too deep is judged by its depth alone.
@@ -45,7 +52,7 @@ def schema_problems(schema: Any) -> list[str]:
     except _TooDeep as deep:
         return [*problems, too_deep(deep.path)]
     named = {problem.partition(": ")[0] for problem in problems}
-    errors = _metaschema().iter_errors(plain)
+    errors = _metaschema(dialect.uri).iter_errors(plain)
     for line in dict.fromkeys(describe(errors, order=ReadingOrder(plain))):
         line = line.replace("(arguments): ", "the top level: ", 1) if line.startswith("(") else line
         if line.partition(": ")[0] not in named:  # a value left out is already named where it was
@@ -95,7 +102,9 @@ def schema_place(path: tuple[str | int, ...]) -> str:
 
 
 @cache
-def _metaschema() -> jsonschema_rs.Validator:
-    """The 2020-12 metaschema as a compiled validator (bundled with jsonschema-rs: no network), checking formats, so
-    a `pattern` that is no regular expression is refused here rather than when its validator is compiled."""
-    return jsonschema_rs.validator_for({"$ref": _METASCHEMA}, validate_formats=True)
+def _metaschema(uri: str) -> jsonschema_rs.Validator:
+    """The metaschema of the dialect `uri` names as a compiled validator (bundled with jsonschema-rs: no network),
+    checking formats, so a `pattern` that is no regular expression is refused here rather than when its validator
+    is compiled. The metaschema is referred to from a schema of its own dialect, which jsonschema-rs resolves from
+    its bundle."""
+    return jsonschema_rs.validator_for({"$schema": uri, "$ref": uri}, validate_formats=True)

@@ -5,31 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
+from agent_env.schema._applicable import drop_what_cannot_apply
 from agent_env.schema._check import MAX_SCHEMA_DEPTH, schema_place, too_deep
 from agent_env.schema._describe import short
-
-Schema = dict[str, Any]
-Steps = tuple[str | int, ...]
+from agent_env.schema._dialects import UnknownDialectError, upgrade
+from agent_env.schema._errors import SchemaNormalizationError
+from agent_env.schema._walk import Schema, Steps, map_subschemas, map_subschemas_at
 
 MAX_SCHEMA_NODES = 10_000
 """The most subschemas a schema may have once its refs are inlined: refs that each use the next twice double at
 every level, and a schema this big would not fit a prompt anyway (the desk's largest tools have 20)."""
-
-# Keywords whose value is a map of names to subschemas, a single subschema, or a list of subschemas.
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_VALUES = (
-    "items",
-    "additionalProperties",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "contains",
-    "propertyNames",
-    "not",
-    "if",
-    "then",
-    "else",
-)
-_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 
 # Annotations that cost the model tokens and tell it nothing: pydantic's generated titles, OpenAPI's discriminator
 # (its mapping points into `$defs`, which are gone once refs are inlined), and the dialect marker.
@@ -44,8 +29,8 @@ _ORDER = (
     "properties",
     "required",
     "additionalProperties",
-    "items",
     "prefixItems",
+    "items",
     "minItems",
     "maxItems",
     "anyOf",
@@ -62,35 +47,6 @@ _ORDER = (
     "default",
 )
 _RANK = {keyword: rank for rank, keyword in enumerate(_ORDER)}
-
-
-class SchemaNormalizationError(ValueError):
-    """A schema cannot be made self-contained (for example, a recursive type)."""
-
-
-def map_subschemas(schema: Schema, function: Callable[[Schema], Schema]) -> Schema:
-    """Return `schema` with `function` applied to each of its direct subschemas (not to `schema` itself)."""
-    return map_subschemas_at(schema, lambda subschema, _: function(subschema))
-
-
-def map_subschemas_at(schema: Schema, function: Callable[[Schema, Steps], Schema]) -> Schema:
-    """`map_subschemas`, telling `function` where each subschema is: `("properties", "n")`, `("anyOf", 0)`."""
-    result: Schema = {}
-    for keyword, value in schema.items():
-        if keyword in _SCHEMA_MAPS and isinstance(value, dict):
-            result[keyword] = {name: _apply(function, sub, (keyword, name)) for name, sub in value.items()}
-        elif keyword in _SCHEMA_VALUES:
-            result[keyword] = _apply(function, value, (keyword,))
-        elif keyword in _SCHEMA_LISTS and isinstance(value, list):
-            result[keyword] = [_apply(function, sub, (keyword, index)) for index, sub in enumerate(value)]
-        else:
-            result[keyword] = value
-    return result
-
-
-def _apply(function: Callable[[Schema, Steps], Schema], value: Any, steps: Steps) -> Any:
-    # Booleans are schemas too; leave them be.
-    return function(value, steps) if isinstance(value, dict) else value
 
 
 def inline_refs(schema: Schema) -> Schema:
@@ -126,6 +82,12 @@ class _Inliner:
             raise SchemaNormalizationError(
                 f"{schema_place(self.outermost_ref if seen else path)}: more than {MAX_SCHEMA_NODES:,} subschemas "
                 "once its $refs are inlined; make the types it refers to smaller"
+            )
+        dynamic = next((keyword for keyword in ("$dynamicRef", "$recursiveRef") if keyword in schema), None)
+        if dynamic is not None:
+            raise SchemaNormalizationError(
+                f"{schema_place(path)}: {dynamic} refers to a type that can refer to itself, and a recursive type "
+                "cannot be inlined into a self-contained schema; use a non-recursive type"
             )
         if "$ref" not in schema:
             return map_subschemas_at(schema, lambda sub, steps: self.inline(sub, seen, (*path, *steps)))
@@ -216,11 +178,30 @@ def order_keywords(schema: Schema) -> Schema:
     return map_subschemas(ordered, order_keywords)
 
 
-PASSES: tuple[Callable[[Schema], Schema], ...] = (inline_refs, drop_noise, order_keywords)
+def upgrade_dialect(schema: Schema) -> Schema:
+    """`schema` in 2020-12, from the dialect its `$schema` declares, accepting the same instances
+    (`agent_env.schema._dialects`); refuse a `$schema` that names a dialect agent_env does not read."""
+    try:
+        return upgrade(schema)
+    except UnknownDialectError as unknown:
+        raise SchemaNormalizationError(str(unknown)) from None
+
+
+PASSES: tuple[Callable[[Schema], Schema], ...] = (
+    upgrade_dialect,
+    inline_refs,
+    drop_what_cannot_apply,
+    drop_noise,
+    order_keywords,
+)
 
 
 def normalize(schema: Schema) -> Schema:
-    """Run every pass over `schema`: the compact, self-contained form that is published."""
+    """Run every pass over `schema`: the compact, self-contained 2020-12 form that is published, accepting what
+    `schema` accepts in the dialect it declares.
+
+    `schema` is one `check_schema` passed: a pass walks it without checking it again.
+    """
     for normalization_pass in PASSES:
         schema = normalization_pass(schema)
     return schema

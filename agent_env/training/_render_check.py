@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_env.errors import AgentEnvError
 from agent_env.training._tools import SchemaTool
-from agent_env.training.families import Family, lower
+from agent_env.training.families import Family, Refusal, lower
 from agent_env.training.fidelity import PROBE, ToolFidelity, entry, tool_fidelity, tool_part
 from agent_env.training.rendering import render, shows_exactly, tojson
 from agent_env.training.templates import ChatTemplate
@@ -27,6 +27,7 @@ __all__ = [
     "discovered_tools",
     "expected_rendering",
     "plan_tools",
+    "refusals",
     "render_check",
     "render_tools",
     "tojson",
@@ -93,10 +94,12 @@ def render_check(
     tools = discovered_tools(instance)
     found = {getattr(tool, "__name__", None): tool for tool in tools}
     prompt = template.render(PROBE, tools)  # the tool block TRL renders: all tools at once
+    refused = refusals(template, plans, family)
     problems: list[str] = []
     for plan in plans:
-        problems += _tool_problems(plan, found.get(plan.published["name"]), template, prompt)
-    problems += unfixable(template, plans, family)
+        covered = [refusal for refusal in refused if refusal.tool == plan.published["name"]]
+        problems += _tool_problems(plan, found.get(plan.published["name"]), template, prompt, covered)
+    problems += [f"{refusal.tool}: {refusal.problem}" for refusal in refused]
     if problems:
         raise RenderCheckError(
             f"refusing to build: under {_named(template)} the model would not see every tool with all its "
@@ -108,17 +111,23 @@ def render_check(
         _checked.add(key)
 
 
-def unfixable(template: ChatTemplate, plans: list[ToolPlan], family: Family | None) -> list[str]:
-    """What `template` does to the planned tools that no lowering fixes (`tool: problem`), by its family's own
-    judgement: e.g. Gemma 4 revisions that leave out parameters named like keywords."""
+def refusals(template: ChatTemplate, plans: list[ToolPlan], family: Family | None) -> list[Refusal]:
+    """What `template` does to the planned tools that no lowering fixes, by its family's own judgement: e.g. Gemma 4
+    revisions that leave out parameters named like keywords."""
     if family is None:
         return []
     shown = [plan.shown for plan in plans]
-    refused = family.refusals(lambda tool: template.render(PROBE, [entry(dict(tool))]), shown)
-    return [f"{name}: {problem}" for name, problem in refused]
+    return family.refusals(lambda tool: template.render(PROBE, [entry(dict(tool))]), shown)
 
 
-def _tool_problems(plan: ToolPlan, tool: Any, template: ChatTemplate, prompt: str) -> list[str]:
+def unfixable(template: ChatTemplate, plans: list[ToolPlan], family: Family | None) -> list[str]:
+    """`refusals`, each as a `tool: problem` line."""
+    return [f"{refusal.tool}: {refusal.problem}" for refusal in refusals(template, plans, family)]
+
+
+def _tool_problems(
+    plan: ToolPlan, tool: Any, template: ChatTemplate, prompt: str, covered: list[Refusal]
+) -> list[str]:
     name = plan.published["name"]
     if tool is None:
         return [f"{name}: not found on the environment the way TRL looks for tools"]
@@ -128,20 +137,24 @@ def _tool_problems(plan: ToolPlan, tool: Any, template: ChatTemplate, prompt: st
         return [f"{name}: its SchemaTool does not carry the schema that was checked"]
     shown, fidelity = plan.shown, plan.fidelity
     if not fidelity.shown:
-        return [_verdict_problem(fidelity)]
+        return _verdict_problem(fidelity, covered)
     exact = fidelity.status == "exact"
     if not (shows_exactly(prompt, shown) if exact else tool_part(template, shown) in prompt):
         return [f"{name}: the prompt with every tool does not show it as it shows alone"]
     return []
 
 
-def _verdict_problem(fidelity: ToolFidelity) -> str:
+def _verdict_problem(fidelity: ToolFidelity, covered: list[Refusal]) -> list[str]:
+    """The line saying why a tool is not shown whole; none when a refusal already says why of all it loses."""
     if fidelity.status == "fails":
-        return f"{fidelity.tool}: the template raises ({fidelity.error})"
+        return [f"{fidelity.tool}: the template raises ({fidelity.error})"]
     if fidelity.status == "no tool block":
-        return f"{fidelity.tool}: the template writes no trace of it"
+        return [f"{fidelity.tool}: the template writes no trace of it"]
+    lost = [label for label in fidelity.lost if not any(refusal.covers(label) for refusal in covered)]
+    if not lost:
+        return []
     lowered = f" even after the {fidelity.lowering} lowering" if fidelity.lowering else ""
-    return f"{fidelity.tool}: loses {', '.join(fidelity.lost)}{lowered}"
+    return [f"{fidelity.tool}: loses {', '.join(lost)}{lowered}"]
 
 
 def _named(template: ChatTemplate) -> str:

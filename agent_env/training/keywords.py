@@ -146,8 +146,10 @@ def without(schema: dict[str, Any], occurrence: Occurrence) -> dict[str, Any]:
 
 
 def changed(schema: dict[str, Any], occurrence: Occurrence) -> Change | None:
-    """A copy of `schema` with one keyword's value changed, still a valid schema; None for a keyword that only
-    holds subschemas (their own keywords are changed one by one instead)."""
+    """A copy of `schema` with one keyword's value changed, still a valid schema that accepts something; None for a
+    keyword that only holds subschemas (their own keywords are changed one by one instead), and for a `type` beside
+    an `enum` or `const`: another type would contradict the values, and a lowering may rightly show such a schema
+    by its values alone (a string enum as `"a" | "b"`), so the new type's name need not appear."""
     copied, holder = _copied_to(schema, occurrence.where)
     keyword, value = occurrence.keyword, holder[occurrence.keyword]
     if (
@@ -165,6 +167,10 @@ def changed(schema: dict[str, Any], occurrence: Occurrence) -> Change | None:
     if keyword == "required" and isinstance(value, list):
         return _changed_required(copied, holder, value)
     if keyword == "type":
+        if "enum" in holder or "const" in holder:
+            return (
+                None  # the values beside it say which types there are: they are changed instead, not the type
+            )
         return _changed_type(copied, holder, value)
     if keyword == "enum" and isinstance(value, list):
         holder[keyword] = [*value, MARK]

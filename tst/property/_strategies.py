@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, create_model
 from pydantic.fields import FieldInfo
 
+from agent_env.schema import SchemaNormalizationError, normalize
+
 _names = itertools.count()
 
 # Pydantic field types, drawn: numbers with bounds, strings with lengths and patterns, literals, booleans, and
@@ -152,8 +154,27 @@ def handwritten_schemas(draw: st.DrawFn) -> dict[str, Any]:
         },
         "required": draw(st.lists(st.sampled_from(["p", "q", "r"]), unique=True)),
         keyword: definitions,
-        **({"$ref": f"#/{keyword}/D0"} if draw(st.booleans()) else {}),
+        # a root $ref beside "type": "object" to a definition listing no object would accept nothing (refused)
+        **(
+            {"$ref": f"#/{keyword}/D0"}
+            if draw(st.booleans()) and not {"enum", "const"} & chosen[0].keys()
+            else {}
+        ),
     }
+
+
+def published_schemas() -> st.SearchStrategy[dict[str, Any]]:
+    """Pydantic models' and hand-written schemas, normalized as a tool publishes them: those normalization refuses
+    (a drawn `$ref` to `const: 3` beside `"type": "object"` accepts nothing) left out."""
+
+    def normalizes(schema: dict[str, Any]) -> bool:
+        try:
+            normalize(schema)
+        except SchemaNormalizationError:
+            return False
+        return True
+
+    return (pydantic_schemas() | handwritten_schemas()).filter(normalizes).map(normalize)
 
 
 JSON = st.recursive(

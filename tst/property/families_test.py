@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_env.schema import check_schema, normalize
+from agent_env.schema import check_schema
 from agent_env.training.families import family_of
 from agent_env.training.fidelity import tool_fidelity
 from agent_env.training.templates import resolve_template
 
-from ._strategies import handwritten_schemas, pydantic_schemas
+from ._strategies import published_schemas
 from .conftest import PROPERTY, TRIED
 
 NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,16}", fullmatch=True)
@@ -24,9 +24,9 @@ DESCRIPTIONS = st.sampled_from(["", "Does the thing.", "Line one.\nLine two."])
 
 @pytest.mark.parametrize("name", ["gemma4", "gemma4_v3", "gptoss", "nemotron_3_nano"])
 @PROPERTY
-@given(name_=NAMES, description=DESCRIPTIONS, schema=pydantic_schemas() | handwritten_schemas())
+@given(name_=NAMES, description=DESCRIPTIONS, schema=published_schemas())
 def test_every_keyword_of_a_drawn_schema_reaches_the_model(name, name_, description, schema):
-    published: dict[str, Any] = {"name": name_, "description": description, "inputSchema": normalize(schema)}
+    published: dict[str, Any] = {"name": name_, "description": description, "inputSchema": schema}
     check_schema(published["inputSchema"])
     template = resolve_template(name)
     verdict = tool_fidelity(template, published, family_of(template.text))

@@ -10,11 +10,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_env.schema import normalize
 from agent_env.training._render_check import expected_rendering, render_tools, tojson
 from agent_env.training._tools import SchemaTool
 
-from ._strategies import handwritten_schemas, pydantic_schemas
+from ._strategies import published_schemas
 from .conftest import PROPERTY, TRIED
 
 NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,24}", fullmatch=True)
@@ -30,7 +29,7 @@ def tools_block(prompt: str) -> list[str]:
 @PROPERTY
 @given(
     tools=st.lists(
-        st.tuples(NAMES, DESCRIPTIONS, pydantic_schemas() | handwritten_schemas()),
+        st.tuples(NAMES, DESCRIPTIONS, published_schemas()),
         min_size=1,
         max_size=3,
         unique_by=lambda tool: tool[0],
@@ -38,7 +37,7 @@ def tools_block(prompt: str) -> list[str]:
 )
 def test_a_schema_tool_renders_as_its_published_tool_exactly(tools):
     published: list[dict[str, Any]] = [
-        {"name": name, "description": description, "inputSchema": normalize(schema)}
+        {"name": name, "description": description, "inputSchema": schema}
         for name, description, schema in tools
     ]
     rendered = tools_block(render_tools([SchemaTool(tool, lambda *_: None) for tool in published], "qwen3"))

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from agent_env import Environment, ToolArgumentError, ToolDefinitionError, tool
+from agent_env import Environment, Tool, ToolArgumentError, ToolDefinitionError, tool
 from tst.data.toy import ToyDesk
 
 
@@ -187,3 +187,47 @@ def test_an_override_without_a_docstring_keeps_the_description_it_overrides():
     assert Quieter.tools["end_turn"].description == Environment.tools["end_turn"].description
     assert Quieter.tools["battery_status"].description == ToyDesk.tools["battery_status"].description != ""
     assert Quieter().end_turn() == "done"
+
+
+CONTRADICTION = {"type": "boolean", "enum": ["True", "False", "dontcare"]}  # issue 20, item 15
+NAMES_BOTH = (
+    'tool \'f\': properties.x: its enum ["True", "False", "dontcare"] holds no value of its type "boolean", so '
+    'no value is valid; give it "type": "string" (the type of its values), or enum values of type "boolean"'
+)
+
+
+def test_an_explicit_schema_whose_enum_contradicts_its_type_is_refused_naming_both():
+    def f(self, x: Any) -> str:
+        return ""
+
+    schema = {
+        "type": "object",
+        "properties": {"x": CONTRADICTION},
+        "required": ["x"],
+        "additionalProperties": False,
+    }
+    with pytest.raises(ToolDefinitionError) as refused:
+        define(f=tool(input_schema=schema)(f))
+    assert str(refused.value) == NAMES_BOTH
+
+
+def test_a_remote_schema_whose_enum_contradicts_its_type_is_refused_naming_both():
+    schema = {"type": "object", "properties": {"x": CONTRADICTION}}
+    with pytest.raises(ToolDefinitionError) as refused:
+        Tool.from_schema("f", "", schema, lambda **arguments: arguments)
+    assert str(refused.value) == NAMES_BOTH
+
+
+def test_a_count_beside_an_item_type_it_cannot_apply_to_is_not_published():
+    def f(self, xs: Any = None) -> str:
+        return ""
+
+    items = {"type": "integer", "minItems": 5, "maxItems": 100}  # issue 20, item 16
+    schema = {
+        "type": "object",
+        "properties": {"xs": {"type": "array", "items": items}},
+        "additionalProperties": False,
+    }
+    published = define(f=tool(input_schema=schema)(f)).tools["f"]
+    assert published.input_schema["properties"]["xs"] == {"type": "array", "items": {"type": "integer"}}
+    published.bind({"xs": [1, 2]})  # as before: no count ever applied to the array

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_env.training.families import gemma4, gptoss
+from agent_env.training.families._refusal import Refusal
 
 Lowering = Callable[[Mapping[str, Any]], dict[str, Any]]
 Render = Callable[[Mapping[str, Any]], str]
 """The prompt a template renders for one tool (`name`, `description`, `inputSchema`)."""
-Refusals = Callable[[Render, list[dict[str, Any]]], list[tuple[str, str]]]
-"""What a template of the family cannot show of the tools it would be given, whatever the lowering:
-`(tool name, what and how to fix it)` pairs."""
+Refusals = Callable[[Render, list[dict[str, Any]]], list[Refusal]]
+"""What a template of the family cannot show of the tools it would be given, whatever the lowering."""
 
 
-def _no_refusals(render: Render, shown: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def _no_refusals(render: Render, shown: list[dict[str, Any]]) -> list[Refusal]:
     return []
 
 
@@ -65,4 +65,4 @@ def lower(tool: Mapping[str, Any], family: Family | None) -> dict[str, Any]:
     return family.lower(tool) if family is not None else dict(tool)
 
 
-__all__ = ["FAMILIES", "Family", "family_of", "gemma4", "gptoss", "lower"]
+__all__ = ["FAMILIES", "Family", "Refusal", "family_of", "gemma4", "gptoss", "lower"]

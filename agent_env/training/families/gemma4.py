@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent_env.training.families._memo import by_identity
+from agent_env.training.families._refusal import Refusal
 from agent_env.training.families._restate import sentences, whole
 
 NAME = "gemma4"
@@ -59,7 +60,7 @@ def _property(schema: Any) -> Any:
     schema = _nullable(schema)
     kept: dict[str, Any] = {}
     declared = schema.get("type")
-    if declared in _TYPES:
+    if isinstance(declared, str) and declared in _TYPES:
         kept["type"] = declared
     elif "enum" in schema and _all_strings(schema["enum"]) and declared is None:
         kept["type"] = "string"  # a string enum without a type: the type it implies, so the enum shows
@@ -166,9 +167,7 @@ def keyword_named_properties(lowered: Mapping[str, Any], where: str = "") -> lis
 _PROBE_MARK = "Qz7-probe"
 
 
-def refusals(
-    render: Callable[[Mapping[str, Any]], str], shown: list[dict[str, Any]]
-) -> list[tuple[str, str]]:
+def refusals(render: Callable[[Mapping[str, Any]], str], shown: list[dict[str, Any]]) -> list[Refusal]:
     """The parameters a template revision that drops keyword-named properties (gemma4_v2, gemma4_v3) would leave
     out, found by rendering a probe with a property named `type` once."""
     probe = {
@@ -182,11 +181,12 @@ def refusals(
     if _PROBE_MARK in render(probe):
         return []
     return [
-        (
+        Refusal(
             tool["name"],
             f"parameter '{path}' is left out of the prompt by this Gemma 4 template revision, which drops "
             f"parameters named {', '.join(STANDARD_KEYS)}; rename it, or train with a revision that keeps them "
             "(TRL's gemma4, gemma4_v4 or gemma4_v5)",
+            path,
         )
         for tool in shown
         for path in keyword_named_properties(tool["inputSchema"])

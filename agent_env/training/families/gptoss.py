@@ -8,7 +8,8 @@ the template writes all of it, and otherwise says the whole parameter in words i
 type the template writes correctly.
 
 The template also raises on an `enum` (or `oneOf`) parameter whose default is not a string; such a default is said
-in words instead.
+in words instead. It writes an enum's string default as it is, so `"null"`, `"0"` or `""` would read as null, zero or
+nothing: such a default is given to it as JSON (`"null"`), which it then writes quoted.
 
 Parsing: TRL 1.16's gpt-oss response template only reads a call written with the recipient before the channel
 (`<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>`), the form this template renders. The
@@ -20,11 +21,12 @@ word. `response_template` is TRL's template with a call opener that reads every 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from agent_env.training.families._memo import by_identity
-from agent_env.training.families._restate import sentences, whole
+from agent_env.training.families._restate import json_text, sentences, whole
 
 NAME = "gptoss"
 MARKERS = ("render_typescript_type", "render_tool_namespace")
@@ -62,6 +64,11 @@ def _parameter(schema: Any) -> Any:
     if not isinstance(schema, Mapping):
         return {"description": whole(schema)}
     if _written_in_full(schema):
+        if "enum" in schema and _misread(schema.get("default")):
+            return {
+                **schema,
+                "default": json_text(schema["default"]),
+            }  # the line then reads `default: "null"`
         return dict(schema)
     value = {key: item for key, item in schema.items() if key not in ("description", "default")}
     said = [whole(value)]
@@ -100,6 +107,20 @@ def _written_in_full(schema: Mapping[str, Any]) -> bool:
     if isinstance(declared, list):
         return keys == {"type"} and all(name in (*_PLAIN_TYPES, "null") for name in declared)
     return False
+
+
+def _misread(default: Any) -> bool:
+    """Whether the template's `// default: ` line, which writes an enum's string default as it is (not as JSON),
+    would read as something else: `null`, `0` or `[1]` as JSON, `""` as nothing, spaces or a line break lost."""
+    if not isinstance(default, str):
+        return False
+    if not default or default != default.strip() or "\n" in default:
+        return True
+    try:
+        json.loads(default)
+    except ValueError:
+        return False
+    return True
 
 
 def _strings(values: Any) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -141,6 +142,53 @@ def test_gemma4_revisions_that_drop_keyword_named_properties_are_found_by_a_prob
     chat_template = resolve_template(template)
     lowered = gemma4.lower(tool(type={"type": "string"}))
     refused = gemma4.refusals(lambda t: chat_template.render(PROBE, [entry(dict(t))]), [lowered])
-    assert refused == [("offer", refused[0][1])] and "parameter 'type' is left out" in refused[0][1]
+    assert [(refusal.tool, refusal.place) for refusal in refused] == [("offer", "type")]
+    assert "parameter 'type' is left out" in refused[0].problem
     fine = resolve_template("gemma4_v5")
     assert gemma4.refusals(lambda t: fine.render(PROBE, [entry(dict(t))]), [lowered]) == []
+
+
+@pytest.mark.parametrize("default", ["null", "0", "", "true", "[1]", " a", "two\nlines"])
+def test_gptoss_gives_an_enum_default_its_line_would_misread_as_json(default):
+    from agent_env.training.fidelity import tool_part
+    from agent_env.training.templates import resolve_template
+
+    values = ["null", "0", "", "true", "[1]", " a", "two\nlines", "a"]
+    lowered = gptoss.lower(tool(mode={"type": "string", "enum": values, "default": default}))
+    assert lowered["inputSchema"]["properties"]["mode"]["default"] == json.dumps(default)
+    line = tool_part(resolve_template("gptoss"), lowered)
+    assert (
+        f"// default: {json.dumps(default)}," in line
+    )  # issue 20, item 17: was `default: null`, `default: ,`
+
+
+def test_gptoss_keeps_an_enum_default_its_line_reads_right():
+    lowered = gptoss.lower(tool(mode={"type": "string", "enum": ["a", "all days"], "default": "all days"}))
+    assert lowered["inputSchema"]["properties"]["mode"]["default"] == "all days"
+
+
+def test_gptoss_says_no_count_for_items_the_count_cannot_apply_to():
+    from agent_env.schema import normalize
+
+    items = {"type": "integer", "minItems": 5, "maxItems": 100}  # issue 20, item 16: read "5-100 items"
+    published = tool(xs={"type": "array", "items": items})
+    published["inputSchema"] = normalize(published["inputSchema"])
+    lowered = gptoss.lower(published)
+    assert lowered["inputSchema"]["properties"]["xs"] == {
+        "type": "array",
+        "description": "An array of integers.",
+    }
+
+
+def test_gemma4_says_a_list_of_types_in_words():
+    lowered = gemma4.lower(tool(x={"type": ["string", "integer"], "description": "An id."}))
+    assert lowered["inputSchema"]["properties"]["x"] == {"description": "An id. A string or an integer."}
+
+
+def test_a_refusal_covers_what_is_lost_under_its_parameter_and_nothing_else():
+    from agent_env.training.families import Refusal
+
+    refusal = Refusal("offer", "renamed", "rows[].type")
+    assert refusal.covers("rows[].type.description") and refusal.covers("rows[].type[].minimum (value)")
+    assert not refusal.covers("rows[].types.description") and not refusal.covers("rows[].minItems")
+    assert not Refusal("offer", "whole tool").covers("rows[].type.description")

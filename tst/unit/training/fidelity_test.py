@@ -161,3 +161,16 @@ def test_verdicts_are_cached_per_template_lowering_and_tool(monkeypatch):
     first = tool_fidelity(template, DESK[8], family)
     monkeypatch.setattr(ChatTemplate, "render", lambda *args: pytest.fail("rendered again"))
     assert tool_fidelity(template, DESK[8], family) is first
+
+
+@pytest.mark.parametrize("name", ["gptoss", "gemma4"])
+def test_a_type_beside_an_enum_that_the_prompt_shows_is_not_blamed(name):
+    # issue 20, item 15: gpt-oss said "loses x.type (value)", but its prompt says "of type boolean". (Such a schema
+    # is refused at definition; the verdict must be right about any schema all the same.)
+    schema = {
+        "type": "object",
+        "properties": {"x": {"type": "boolean", "enum": ["True", "False", "dontcare"]}},
+    }
+    template = resolve_template(name)
+    verdict = tool_fidelity(template, {**TOOL, "inputSchema": schema}, family_of(template.text))
+    assert verdict.status == "lossless", verdict.lost

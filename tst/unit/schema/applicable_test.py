@@ -1,0 +1,95 @@
+"""What a schema's `type` rules out (`agent_env/schema/_applicable.py`): keywords of other types and enum values of
+other types are dropped with the meaning kept; an enum or const with no value of its type is refused naming both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from agent_env.schema import SchemaNormalizationError, normalize
+from agent_env.schema._applicable import drop_what_cannot_apply
+
+INSTANCES = [None, True, 0, 1, 1.0, 2.5, -3, "", "ab", "abcdef", [], [1, 2], [1, 2, 3, 4, 5, 6], {}, {"a": 1}]
+
+
+def accepts_the_same(original: dict[str, Any], pruned: dict[str, Any]) -> None:
+    for instance in INSTANCES:
+        assert Draft202012Validator(pruned).is_valid(instance) == Draft202012Validator(original).is_valid(
+            instance
+        ), instance
+
+
+def test_count_keywords_beside_an_integer_type_are_dropped_because_they_constrain_nothing():
+    items = {"type": "integer", "minItems": 5, "maxItems": 100}  # issue 20, item 16: "5-100 items" was shown
+    schema = {"type": "object", "properties": {"xs": {"type": "array", "items": items}}}
+    pruned = drop_what_cannot_apply(schema)
+    assert pruned["properties"]["xs"] == {"type": "array", "items": {"type": "integer"}}
+    accepts_the_same(items, pruned["properties"]["xs"]["items"])
+
+
+@pytest.mark.parametrize(
+    ("schema", "kept"),
+    [
+        (
+            {"type": "string", "minimum": 1, "maxLength": 3, "required": ["a"], "items": {}},
+            {"type": "string", "maxLength": 3},
+        ),
+        (
+            {"type": "integer", "minimum": 1, "pattern": "^a", "properties": {}},
+            {"type": "integer", "minimum": 1},
+        ),
+        ({"type": "number", "multipleOf": 2, "uniqueItems": True}, {"type": "number", "multipleOf": 2}),
+        ({"type": "array", "minItems": 2, "minLength": 1, "maximum": 3}, {"type": "array", "minItems": 2}),
+        ({"type": "object", "required": ["a"], "minItems": 1}, {"type": "object", "required": ["a"]}),
+        ({"type": "boolean", "minimum": 0, "format": "x"}, {"type": "boolean", "format": "x"}),
+    ],
+    ids=["string", "integer", "number", "array", "object", "format is kept (numbers have formats too)"],
+)
+def test_only_the_keywords_that_apply_to_the_type_are_kept(schema, kept):
+    assert drop_what_cannot_apply(schema) == kept
+    accepts_the_same(schema, kept)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"minItems": 5, "minimum": 1},  # no type: each may apply
+        {"type": ["integer", "array"], "minItems": 5, "minimum": 1},  # either type
+        {"type": "integer", "maximum": 3},  # number keywords apply to integers
+        {"anyOf": [{"type": "integer"}], "minItems": 2},  # the type is in a branch, not beside it
+    ],
+)
+def test_a_keyword_stays_where_some_allowed_type_can_meet_it(schema):
+    assert drop_what_cannot_apply(schema) == schema
+
+
+def test_enum_values_the_type_rules_out_are_dropped():
+    schema = {"type": "integer", "enum": [1, 2.0, 2.5, "1", True, None]}
+    pruned = drop_what_cannot_apply(schema)
+    assert pruned == {"type": "integer", "enum": [1, 2.0]}
+    accepts_the_same(schema, pruned)
+
+
+def test_an_enum_with_no_value_of_its_type_is_refused_naming_both():
+    schema = {
+        "type": "object",
+        "properties": {"x": {"type": "boolean", "enum": ["True", "False", "dontcare"]}},
+    }
+    with pytest.raises(SchemaNormalizationError) as refused:
+        normalize(schema)
+    assert str(refused.value) == (
+        'properties.x: its enum ["True", "False", "dontcare"] holds no value of its type "boolean", so no value is '
+        'valid; give it "type": "string" (the type of its values), or enum values of type "boolean"'
+    )
+
+
+def test_a_const_not_of_its_type_is_refused_naming_both():
+    schema = {"type": "object", "properties": {"n": {"anyOf": [{"type": ["integer", "null"], "const": "7"}]}}}
+    with pytest.raises(SchemaNormalizationError) as refused:
+        normalize(schema)
+    assert str(refused.value) == (
+        'properties.n.anyOf[0]: its const "7" is no value of its type ["integer", "null"], so no value is valid; '
+        'give it "type": "string" (the type of its value), or a const of type ["integer", "null"]'
+    )
