@@ -35,6 +35,12 @@ class UnknownToolError(ToolError, LookupError):
     code = "unknown_tool"
 
 
+class RewardError(AgentEnvError, TypeError):
+    """An environment's `reward()` returned something that is not a finite real number."""
+
+    code = "invalid_reward"
+
+
 class EpisodeStateError(AgentEnvError, RuntimeError):
     """A call that the episode's state does not allow (before reset, or after it ended)."""
 

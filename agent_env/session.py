@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import numbers
+import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from enum import Enum
@@ -14,7 +17,7 @@ from pydantic import BaseModel
 
 from agent_env._loop import run_sync
 from agent_env.environment import Environment
-from agent_env.errors import EpisodeEndedError, EpisodeNotStartedError, SessionClosedError
+from agent_env.errors import EpisodeEndedError, EpisodeNotStartedError, RewardError, SessionClosedError
 from agent_env.tools import END_TURN, Tool
 
 
@@ -131,7 +134,7 @@ class LocalSession(Session):
         if self.state is EpisodeState.RUNNING:
             self.call_tool(END_TURN, {})
             self._ended_by = "its reward was read, which ends a running episode"
-        return float(self.environment.reward())
+        return checked_reward(type(self.environment).__name__, self.environment.reward())
 
     def close(self) -> None:
         self.state = EpisodeState.CLOSED
@@ -177,6 +180,25 @@ def require_running(state: EpisodeState, name: str, *, ended_by: str, start_hint
 def nothing_to_score(start_hint: str = START_HINT) -> EpisodeNotStartedError:
     """The error of reading the reward before any episode started."""
     return EpisodeNotStartedError(f"no episode to score: {start_hint} first")
+
+
+def checked_reward(environment: str, value: Any) -> float:
+    """The value `{environment}.reward()` returned, as a float; `RewardError` naming the method, what it returned and
+    what to return, unless it is a finite real number (an int or a float: not a bool, not text, not NaN)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if value is None:
+        returned, fix = "None", "did it forget to return the score?"
+    elif isinstance(value, bool):
+        returned, fix = f"the bool {value}", "return 1.0 or 0.0 instead"
+    elif isinstance(value, str):
+        returned, fix = f"the string {reprlib.repr(value)}", "return the number itself, not its text"
+    else:
+        returned, fix = f"{reprlib.repr(value)} (a {type(value).__name__})", "return a number that TRL can average"
+    raise RewardError(
+        f"{environment}.reward returned {returned}; a reward must be a finite real number, an int or a float like "
+        f"0.5: {fix}"
+    )
 
 
 def as_text(result: Any) -> str:
