@@ -298,7 +298,8 @@ def check(
             for chat_template in chat_templates
         ]
         tokens = None
-        if not explicit or TOKEN_TEMPLATE in names:  # counted under qwen3 only, so shown only when it is asked
+        # Tokens are counted under qwen3 only, so they are shown only when it is asked (or with every template).
+        if not explicit or TOKEN_TEMPLATE in names:
             with trl_instance(env) as instance:
                 try:
                     tokens = tool_tokens(PROBE, schema_tools(instance), method_tools(instance))
@@ -306,7 +307,9 @@ def check(
                     typer.echo(f"agent-env check: no token counts: {error}", err=True)
     tool_set = fingerprint(published)
     if json_output:
-        typer.echo(json.dumps(fidelity_json(env.provider.name, tool_set, reports, tokens, published), indent=2))
+        typer.echo(
+            json.dumps(fidelity_json(env.provider.name, tool_set, reports, tokens, published), indent=2)
+        )
     else:
         console = _console()
         show_fidelity(console, env.provider.name, tool_set, reports)
