@@ -199,7 +199,8 @@ def test_a_reward_that_is_not_a_number_is_refused_naming_the_method_in_the_same_
     for session in (provider.open(), LocalSession(ToyDesk())):
         with session:
             session.reset(scored_as=returned)
-            with pytest.raises(AgentEnvError) as raised:  # OpenEnv's end_turn answers with the reward: it fails
+            # OpenEnv's end_turn answers with the reward, so there it is end_turn that fails
+            with pytest.raises(AgentEnvError) as raised:
                 session.call_tool("end_turn", {})
                 session.reward()
         outcomes.append((type(raised.value), str(raised.value)))

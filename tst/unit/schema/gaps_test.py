@@ -47,7 +47,8 @@ def test_open_objects_are_found_wherever_they_are(schema, path):
         {"type": "object", "additionalProperties": {"type": "integer"}},  # a map: its values are shown
         {"type": "object", "properties": {}, "additionalProperties": False},  # takes nothing, and says so
         {"type": "object", "patternProperties": {"^a": {"type": "string"}}},
-        {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": True},  # extra="allow"
+        # a model with extra="allow": its own keys are shown
+        {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": True},
     ],
 )
 def test_objects_that_show_their_keys_or_values_are_not_open(schema):
