@@ -35,6 +35,12 @@ class UnknownToolError(ToolError, LookupError):
     code = "unknown_tool"
 
 
+class DatasetRowsError(AgentEnvError, TypeError):
+    """A dataset row that the environment's `reset` cannot be called with: a key it cannot take, or one it needs."""
+
+    code = "dataset_rows"
+
+
 class RewardError(AgentEnvError, TypeError):
     """An environment's `reward()` returned something that is not a finite real number."""
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from agent_env._loop import run_sync
+from agent_env._rows import check_row, dataset_rows
 from agent_env.environment import Environment
 from agent_env.errors import EpisodeEndedError, EpisodeNotStartedError, RewardError, SessionClosedError
 from agent_env.tools import END_TURN, Tool
@@ -104,6 +105,7 @@ class LocalSession(Session):
 
     def reset(self, **row: Any) -> str | None:
         self._require_open()
+        check_row(type(self.environment), row)
         observation = self.environment.reset(**row)
         self.state = EpisodeState.RUNNING
         self._ended_by = "end_turn was called"
@@ -194,7 +196,10 @@ def checked_reward(environment: str, value: Any) -> float:
     elif isinstance(value, str):
         returned, fix = f"the string {reprlib.repr(value)}", "return the number itself, not its text"
     else:
-        returned, fix = f"{reprlib.repr(value)} (a {type(value).__name__})", "return a number that TRL can average"
+        returned, fix = (
+            f"{reprlib.repr(value)} (a {type(value).__name__})",
+            "return a number that TRL can average",
+        )
     raise RewardError(
         f"{environment}.reward returned {returned}; a reward must be a finite real number, an int or a float like "
         f"0.5: {fix}"
@@ -227,8 +232,8 @@ class LocalProvider:
         return LocalSession(self.environment(**self.config))
 
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
-        """The rows of a dataset split, each one a valid `reset(**row)`."""
-        return self.environment(**self.config).dataset_rows(split)
+        """The rows of a dataset split, each one a valid `reset(**row)` (or `DatasetRowsError` naming the keys)."""
+        return dataset_rows(self.environment, self.config, split)
 
 
 class Provider(Protocol):

@@ -139,14 +139,14 @@ class Parameters:
 
 def no_self(tool_name: str, parameters: list[inspect.Parameter]) -> ToolDefinitionError:
     """The error of a tool method written without `self`: its first parameter would receive the environment."""
-    written = ", ".join(_parameter_text(parameter) for parameter in parameters)
+    written = ", ".join(parameter_text(parameter) for parameter in parameters)
     return ToolDefinitionError(
         f"tool '{tool_name}' does not take self: its first parameter, '{parameters[0].name}', would receive the "
         f"environment, not the model's argument; take self first: def {tool_name}(self, {written})"
     )
 
 
-def _parameter_text(parameter: inspect.Parameter) -> str:
+def parameter_text(parameter: inspect.Parameter) -> str:
     """A parameter as its `def` line writes it (`days: int = 7`), its annotation as written."""
     annotation = parameter.annotation
     if annotation is not inspect.Parameter.empty and not isinstance(annotation, str):

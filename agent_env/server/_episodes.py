@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+from agent_env._rows import dataset_rows
 from agent_env.environment import Environment
 from agent_env.errors import AgentEnvError, EpisodeStateError
 from agent_env.server._limits import Limits
@@ -236,7 +237,7 @@ class EpisodeRegistry:
             ) from error
 
     def _rows(self, split: str) -> list[dict[str, Any]]:
-        return self.environment(**self.config).dataset_rows(split)
+        return dataset_rows(self.environment, self.config, split)
 
     async def _reset(self, episode: Episode, row: Mapping[str, Any]) -> str | None:
         session = _session(episode)

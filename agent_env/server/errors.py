@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from agent_env.errors import (
     AgentEnvError,
+    DatasetRowsError,
     EpisodeEndedError,
     EpisodeNotStartedError,
     EpisodeStateError,
@@ -92,6 +93,7 @@ HTTP_STATUS: dict[type[AgentEnvError], int] = {
     InvalidRequestError: 400,
     ResetError: 400,
     RewardError: 500,
+    DatasetRowsError: 500,
     UnauthorizedError: 401,
     EpisodeNotFoundError: 404,
     DatasetNotFoundError: 404,
@@ -114,6 +116,7 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
         EpisodeEndedError,
         SessionClosedError,
         RewardError,
+        DatasetRowsError,
         RemoteError,
         ServerUnavailableError,
         ServerError,
