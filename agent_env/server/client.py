@@ -8,10 +8,13 @@ subclass that says which.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
 import threading
+import time
+import weakref
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -87,21 +90,27 @@ class RemoteProvider:
         if client is not None:
             client.close()
 
-    def request(self, method: str, path: str, *, body: Any = NO_BODY, action: str) -> Any:
-        """Send one request to the server and return its JSON answer (None for an empty one).
+    def request(
+        self, method: str, path: str, *, body: Any = NO_BODY, action: str, timeout: float | None = None
+    ) -> Any:
+        """Send one request to the server and return its JSON answer (None for an empty one); `timeout` (seconds)
+        overrides the provider's for this request.
 
         Raises:
             The error the server answered with, as its own class (`ToolArgumentError`, `EpisodeNotFoundError`,
             ...), `ServerUnavailableError` when the server cannot be reached, `CallTimeoutError` when it does not
             answer within `timeout`.
         """
+        limit = httpx.Timeout(timeout) if timeout is not None else httpx.USE_CLIENT_DEFAULT
         try:
             if body is NO_BODY:
-                response = self._http().request(method, self.url + path)
+                response = self._http().request(method, self.url + path, timeout=limit)
             else:  # `null` too: arguments that are null are sent, for the server's session to refuse
                 content = json.dumps(body, ensure_ascii=False).encode()
                 headers = {"Content-Type": "application/json"}
-                response = self._http().request(method, self.url + path, content=content, headers=headers)
+                response = self._http().request(
+                    method, self.url + path, content=content, headers=headers, timeout=limit
+                )
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
             raise ServerUnavailableError(
                 f"{action}: cannot reach the agent_env server at {self.url} ({error or type(error).__name__}); "
@@ -109,7 +118,8 @@ class RemoteProvider:
             ) from None
         except httpx.TimeoutException:
             raise CallTimeoutError(
-                f"{action}: no answer from the agent_env server at {self.url} within {self.timeout:g} s"
+                f"{action}: no answer from the agent_env server at {self.url} within "
+                f"{timeout if timeout is not None else self.timeout:g} s"
             ) from None
         except httpx.TransportError as error:
             raise ServerUnavailableError(
@@ -164,6 +174,7 @@ class RemoteSession(Session):
         self.provider = provider
         self.episode_id: str | None = None
         self._closed = False
+        self._pid = os.getpid()
 
     def tools(self) -> list[dict[str, Any]]:
         return self.provider.tools()
@@ -178,7 +189,7 @@ class RemoteSession(Session):
             except EpisodeNotFoundError:
                 self.episode_id = None  # idled out or the server restarted: a reset starts afresh anyway
         answer = self.provider.request("POST", "/episodes", body=row, action="reset")
-        self.episode_id = answer["episode_id"]
+        self._hold(answer["episode_id"])
         observation = answer["observation"]
         return observation
 
@@ -201,7 +212,7 @@ class RemoteSession(Session):
         self._require_open()
         if self.episode_id is None:
             answer = self.provider.request("POST", "/episodes?reset=false", body={}, action=action)
-            self.episode_id = answer["episode_id"]
+            self._hold(answer["episode_id"])
         try:
             return self.provider.request("POST", self._path(action_path), body=body, action=action)
         except (CallTimeoutError, EpisodeNotFoundError):
@@ -212,19 +223,48 @@ class RemoteSession(Session):
         assert self.episode_id is not None
         return f"/episodes/{self.episode_id}/{action_path}"
 
-    def _let_go(self) -> None:
+    def _hold(self, episode_id: str) -> None:
+        """Act on server-side episode `episode_id` from now on; it is closed when this process exits, if not before."""
+        self.episode_id = episode_id
+        self._pid = os.getpid()
+        _holding.add(self)
+
+    def _let_go(self, timeout: float | None = None) -> None:
         """Close the server-side episode if there is one, without raising: it may be gone already."""
         episode_id, self.episode_id = self.episode_id, None
+        _holding.discard(self)
         if episode_id is None:
             return
         try:
-            self.provider.request("DELETE", f"/episodes/{episode_id}", action="close")
+            self.provider.request("DELETE", f"/episodes/{episode_id}", action="close", timeout=timeout)
         except RemoteError as error:
             logger.debug("agent_env: closing episode %s: %s", episode_id, error)
 
     def _require_open(self) -> None:
         if self._closed:
             raise SessionClosedError()
+
+
+EXIT_TIMEOUT = 5.0
+"""Seconds a process that exits gives closing the served episodes its sessions still hold."""
+
+_holding: weakref.WeakSet[RemoteSession] = weakref.WeakSet()
+"""The sessions that hold a server-side episode (a trainer rarely closes its environments)."""
+
+
+@atexit.register
+def close_held_episodes() -> None:
+    """Close, as this process exits, every served episode its sessions still hold, so a trainer that ends without
+    closing its environments does not leave them to the server's idle timeout: best effort (a server that is gone or
+    slow is given up on), within `EXIT_TIMEOUT` in all. A forked child leaves its parent's episodes alone."""
+    deadline = time.monotonic() + EXIT_TIMEOUT
+    for session in list(_holding):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            logger.debug("agent_env: %d served episodes left open at exit", len(_holding))
+            return
+        if session._pid == os.getpid():
+            session._let_go(timeout=remaining)
 
 
 def base_url(url: str) -> str:
