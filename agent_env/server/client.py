@@ -17,15 +17,26 @@ import time
 import weakref
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 
 from agent_env.errors import SessionClosedError
+from agent_env.server._row_references import (
+    INLINE_ROW_BYTES,
+    ROW_PARAMETER,
+    SPLIT_PARAMETER,
+    canonical,
+    described,
+    digest,
+    row_digest,
+)
 from agent_env.server.errors import (
     CallTimeoutError,
     EpisodeNotFoundError,
     RemoteError,
+    RequestTooLargeError,
+    RowNotFoundError,
     ServerUnavailableError,
     error_class,
 )
@@ -64,6 +75,8 @@ class RemoteProvider:
         self._client_pid = 0
         self._lock = threading.Lock()
         self._tools: list[dict[str, Any]] | None = None
+        self._served: dict[str, str] = {}
+        """The split of each row this provider read from the server, by the row's digest (not pickled)."""
         self.name: str = name if name is not None else self._fetch_listing()
 
     def tools(self) -> list[dict[str, Any]]:
@@ -81,7 +94,40 @@ class RemoteProvider:
         """The rows of a dataset split, each one a valid `reset(**row)`."""
         answer = self.request("GET", f"/datasets/{quote(split, safe='')}", action=f"dataset_rows({split!r})")
         rows: list[dict[str, Any]] = answer["rows"]
+        for row in rows:  # so that a reset from one of them names it instead of sending it back
+            found = row_digest(row)
+            if found is not None:
+                self._served[found] = split
         return rows
+
+    def reset_request(self, path: str, row: dict[str, Any]) -> Any:
+        """`POST path` starting an episode from `row`: by reference when the server served it (this provider read it
+        from the server, or it is too large to send on a guess), else, or when the server does not know it, whole.
+
+        Raises:
+            RequestTooLargeError: The row is sent whole and is larger than the server takes; the message names it
+                and the server option to raise.
+        """
+        text = canonical(row)
+        if text is not None:
+            found = digest(text)
+            split = self._served.get(found)
+            if split is not None or len(text) > INLINE_ROW_BYTES:
+                reference = {ROW_PARAMETER: found} | ({SPLIT_PARAMETER: split} if split is not None else {})
+                try:
+                    return self.request("POST", f"{path}?{urlencode(reference)}", action="reset")
+                except RowNotFoundError:
+                    pass  # not a row the server served as it is (changed, or read elsewhere): send it whole
+        try:
+            return self.request("POST", path, body=row, action="reset")
+        except RequestTooLargeError as error:
+            limit = "--max-body-values" if "JSON values" in str(error) else "--max-body-bytes"
+            size = f"{len(text):,} bytes of JSON" if text is not None else "not JSON"
+            raise RequestTooLargeError(
+                f"reset: the dataset row {described(row)} ({size}) is too large for the server: {error}. It is not a "
+                f"row the server served (GET /datasets/{{split}}) as it is, so it was sent whole: start the server "
+                f"with a larger {limit}, or reset from the server's own rows unchanged"
+            ) from None
 
     def close(self) -> None:
         """Close this process's HTTP client; the next request opens another."""
@@ -183,12 +229,12 @@ class RemoteSession(Session):
         self._require_open()
         if self.episode_id is not None:
             try:
-                answer = self.provider.request("POST", self._path("reset"), body=row, action="reset")
+                answer = self.provider.reset_request(self._path("reset"), row)
                 observation: str | None = answer["observation"]
                 return observation
             except EpisodeNotFoundError:
                 self.episode_id = None  # idled out or the server restarted: a reset starts afresh anyway
-        answer = self.provider.request("POST", "/episodes", body=row, action="reset")
+        answer = self.provider.reset_request("/episodes", row)
         self._hold(answer["episode_id"])
         observation = answer["observation"]
         return observation

@@ -87,6 +87,12 @@ class DatasetNotFoundError(RemoteError, LookupError):
     code = "dataset_not_found"
 
 
+class RowNotFoundError(RemoteError, LookupError):
+    """A reset names a dataset row by a digest that no row the server has served has: send the row itself."""
+
+    code = "row_not_found"
+
+
 HTTP_STATUS: dict[type[AgentEnvError], int] = {
     ToolError: 422,
     EpisodeStateError: 409,
@@ -97,6 +103,7 @@ HTTP_STATUS: dict[type[AgentEnvError], int] = {
     UnauthorizedError: 401,
     EpisodeNotFoundError: 404,
     DatasetNotFoundError: 404,
+    RowNotFoundError: 404,
     RequestTooLargeError: 413,
     ServerError: 500,
     TooManyEpisodesError: 503,
@@ -128,6 +135,7 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
         InvalidRequestError,
         ResetError,
         DatasetNotFoundError,
+        RowNotFoundError,
     )
 }
 """Every error that can cross the wire, by its stable code."""
@@ -163,6 +171,7 @@ __all__ = [
     "RemoteError",
     "RequestTooLargeError",
     "ResetError",
+    "RowNotFoundError",
     "ServerError",
     "ServerUnavailableError",
     "TooManyEpisodesError",
