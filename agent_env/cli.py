@@ -413,6 +413,10 @@ def demo(
     lossy one with token counts, plays one episode through the SchemaTools (a malformed call included) and scores it.
     With --train, then runs real trl.GRPOTrainer steps: TRL and torch must be installed.
     """
+    import os
+
+    # The short form needs no torch, and `make demo` installs none: transformers' "PyTorch was not found" is noise.
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     from agent_env.demo import run_demo
 
     with _reported("demo"):
