@@ -1,17 +1,28 @@
 # Every target installs what it needs first: on a machine with only Python and pip, `make test` bootstraps uv,
-# syncs the locked environment, and runs the suite.
+# syncs the locked environment, and runs the suite. `make demo` syncs only what the demo needs (no TRL, no torch).
 PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
+VENV ?= $(if $(UV_PROJECT_ENVIRONMENT),$(UV_PROJECT_ENVIRONMENT),.venv)
+export UV_PROJECT_ENVIRONMENT := $(VENV)
 RUN := $(UV) run --frozen
+UV_READY := $(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 
 .PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test hosts-test matrix lint format bench soak demo mcp-example
 
-.venv/.installed: pyproject.toml uv.lock
-	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+# Everything uv.lock pins: every extra and the dev group (TRL, torch, the test and lint tools).
+$(VENV)/.installed: pyproject.toml uv.lock
+	@$(UV_READY)
 	$(UV) sync --frozen
 	@touch $@
 
-install: .venv/.installed
+# What `agent-env demo` needs, the cli extra, and nothing else. --inexact: it removes nothing, so after `make install`
+# it changes nothing; and `make install` after it adds the rest (its stamp is its own).
+$(VENV)/.demo-installed: pyproject.toml uv.lock
+	@$(UV_READY)
+	$(UV) sync --frozen --no-default-groups --extra cli --inexact
+	@touch $@
+
+install: $(VENV)/.installed
 
 # Real third-party MCP servers at pinned versions, for tst/mcp and the README's MCP example: the Node ones from the
 # npm registry (tst/mcp/servers/package-lock.json), the Python ones from PyPI in a venv of their own.
@@ -77,8 +88,9 @@ format: install
 	$(RUN) ruff format agent_env tst bench examples
 	$(RUN) ruff check --fix agent_env tst bench examples
 
-demo: install
-	$(RUN) agent-env demo
+# --no-sync: `uv run` would otherwise sync the dev group (torch and all) first.
+demo: $(VENV)/.demo-installed
+	$(UV) run --frozen --no-sync agent-env demo
 
 bench: install
 	@for script in $(filter-out bench/soak.py bench/_%,$(wildcard bench/*.py)); do \

@@ -298,14 +298,15 @@ def check(
     Each tool is rendered alone, as env.factory builds it for the template: exact (its published schema's JSON
     appears unchanged), lossless (the template rewrites it, lowered for Gemma 4 and gpt-oss, and removing or
     changing any keyword still changes the prompt), transformed (some keywords do not reach the model: listed),
-    no tool block, or fails (the template raises). Tokens: the real Qwen3 tokenizer under qwen3, method schemas
-    against published ones. Exits 1 when a tool is neither exact nor lossless under a template named explicitly, or
+    no tool block, or fails (the template raises). Then what the published tools leave the model to guess under
+    any template (no description, undescribed parameters, open objects). Tokens (with all templates, or when
+    qwen3 is named): the real Qwen3 tokenizer under qwen3, method schemas against published ones. Exits 1 when a tool is neither exact nor lossless under a template named explicitly, or
     when a trainer's factory would refuse that template for a reason no lowering fixes (said under the table).
     """
     from agent_env.inspection.probe import judged, method_tools, schema_tools, trl_instance
     from agent_env.inspection.targets import open_environment
-    from agent_env.inspection.tokens import tool_tokens
-    from agent_env.inspection.views import fidelity_json, show_fidelity, show_tokens
+    from agent_env.inspection.tokens import TOKEN_TEMPLATE, tool_tokens
+    from agent_env.inspection.views import fidelity_json, show_fidelity, show_gaps, show_tokens
     from agent_env.schema import fingerprint
     from agent_env.training.families import family_of
     from agent_env.training.fidelity import PROBE
@@ -329,18 +330,23 @@ def check(
             judged(chat_template, published, None if stock else family_of(chat_template.text))
             for chat_template in chat_templates
         ]
-        with trl_instance(env) as instance:
-            try:
-                tokens = tool_tokens(PROBE, schema_tools(instance), method_tools(instance))
-            except LookupError as error:
-                typer.echo(f"agent-env check: no token counts: {error}", err=True)
-                tokens = None
+        tokens = None
+        # Tokens are counted under qwen3 only, so they are shown only when it is asked (or with every template).
+        if not explicit or TOKEN_TEMPLATE in names:
+            with trl_instance(env) as instance:
+                try:
+                    tokens = tool_tokens(PROBE, schema_tools(instance), method_tools(instance))
+                except LookupError as error:
+                    typer.echo(f"agent-env check: no token counts: {error}", err=True)
     tool_set = fingerprint(published)
     if json_output:
-        typer.echo(json.dumps(fidelity_json(env.provider.name, tool_set, reports, tokens), indent=2))
+        typer.echo(
+            json.dumps(fidelity_json(env.provider.name, tool_set, reports, tokens, published), indent=2)
+        )
     else:
         console = _console()
         show_fidelity(console, env.provider.name, tool_set, reports)
+        show_gaps(console, env.provider.name, published)
         if tokens is not None:
             console.print()
             show_tokens(console, tokens)
@@ -440,6 +446,10 @@ def demo(
     lossy one with token counts, plays one episode through the SchemaTools (a malformed call included) and scores it.
     With --train, then runs real trl.GRPOTrainer steps: TRL and torch must be installed.
     """
+    import os
+
+    # The short form needs no torch, and `make demo` installs none: transformers' "PyTorch was not found" is noise.
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     from agent_env.demo import run_demo
 
     with _reported("demo"):

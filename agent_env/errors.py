@@ -35,6 +35,18 @@ class UnknownToolError(ToolError, LookupError):
     code = "unknown_tool"
 
 
+class DatasetRowsError(AgentEnvError, TypeError):
+    """A dataset row that the environment's `reset` cannot be called with: a key it cannot take, or one it needs."""
+
+    code = "dataset_rows"
+
+
+class RewardError(AgentEnvError, TypeError):
+    """An environment's `reward()` returned something that is not a finite real number."""
+
+    code = "invalid_reward"
+
+
 class EpisodeStateError(AgentEnvError, RuntimeError):
     """A call that the episode's state does not allow (before reset, or after it ended)."""
 

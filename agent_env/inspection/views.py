@@ -12,6 +12,7 @@ from rich.text import Text
 
 from agent_env.inspection.rollout import PolicySummary
 from agent_env.inspection.tokens import TOKEN_TEMPLATE, TOKENIZER_NAME, ToolTokens
+from agent_env.schema._gaps import gaps
 from agent_env.training.fidelity import TemplateFidelity, ToolFidelity
 
 STATUS_STYLES = {
@@ -90,6 +91,23 @@ def show_fidelity(console: Console, environment: str, tool_set: str, reports: li
         for tool in losing:
             detail.add_row(tool.tool, Text(tool.error or ", ".join(tool.lost)))
         console.print(detail)
+
+
+def show_gaps(console: Console, environment: str, published: list[dict[str, Any]]) -> None:
+    """What each tool leaves the model to guess, whatever the template shows (nothing when every tool says all)."""
+    noted = [(tool["name"], found) for tool in published if (found := gaps(tool))]
+    if not noted:
+        return
+    console.print(
+        f"\n[bold]What {environment}'s tools leave the model to guess[/] (under every template: the verdicts above "
+        "judge only what is published)"
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("Tool", no_wrap=True)
+    table.add_column("Left unsaid (describe it in the docstring's Args:, or type it with a pydantic model)")
+    for name, found in noted:
+        table.add_row(name, Text(", ".join(found)))
+    console.print(table)
 
 
 def _verdict_text(report: TemplateFidelity) -> str:
@@ -173,12 +191,17 @@ def show_rollout(console: Console, summaries: list[PolicySummary], split: str) -
 
 
 def fidelity_json(
-    environment: str, tool_set: str, reports: list[TemplateFidelity], tokens: list[ToolTokens] | None
+    environment: str,
+    tool_set: str,
+    reports: list[TemplateFidelity],
+    tokens: list[ToolTokens] | None,
+    published: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """What `agent-env check --json` prints."""
     return {
         "environment": environment,
         "tool_set": tool_set,
+        "gaps": {tool["name"]: gaps(tool) for tool in published},
         "templates": [
             {
                 "template": report.template,

@@ -20,6 +20,7 @@ from typing import Any
 import ray
 from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayError, RayTaskError
 
+from agent_env._rows import dataset_rows
 from agent_env.environment import Environment, EnvironmentSource, source_of
 from agent_env.envs import EnvironmentReference, load_environment
 from agent_env.errors import SessionClosedError
@@ -131,7 +132,7 @@ class RayProvider:
 
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
         """The rows of a dataset split, each one a valid `reset(**row)` (computed in this process)."""
-        return self.environment(**self.config).dataset_rows(split)
+        return dataset_rows(self.environment, self.config, split)
 
     def loads(self) -> dict[int, int]:
         """How many live episodes each actor that answers in time holds, by slot.

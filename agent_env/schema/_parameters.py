@@ -41,6 +41,11 @@ class Parameters:
             raise ToolDefinitionError(
                 f"tool '{tool_name}' must take the environment first (def {tool_name}(self, ...))"
             )
+        if (
+            parameters[0].annotation is not inspect.Parameter.empty
+            or parameters[0].default is not inspect.Parameter.empty
+        ):
+            raise no_self(tool_name, parameters)
         named: dict[str, inspect.Parameter] = {}
         rest = None
         aliases = _aliases(function, tool_name)
@@ -67,6 +72,8 @@ class Parameters:
 
     def check_explicit(self, schema: Mapping[str, Any]) -> None:
         """Refuse an explicit schema whose arguments the method cannot all receive, saying how to fix it."""
+        if self.rest is None and self.receiver.name in schema.get("properties", {}):
+            raise no_self(self.tool_name, [self.receiver, *self.named.values()])
         self._check_properties(schema)
         required = set(schema.get("required", []))
         for published, parameter in self.named.items():
@@ -128,6 +135,23 @@ class Parameters:
         if self.receiver.kind is not inspect.Parameter.POSITIONAL_ONLY:
             bound[self.receiver.name] = self.receiver
         return bound
+
+
+def no_self(tool_name: str, parameters: list[inspect.Parameter]) -> ToolDefinitionError:
+    """The error of a tool method written without `self`: its first parameter would receive the environment."""
+    written = ", ".join(parameter_text(parameter) for parameter in parameters)
+    return ToolDefinitionError(
+        f"tool '{tool_name}' does not take self: its first parameter, '{parameters[0].name}', would receive the "
+        f"environment, not the model's argument; take self first: def {tool_name}(self, {written})"
+    )
+
+
+def parameter_text(parameter: inspect.Parameter) -> str:
+    """A parameter as its `def` line writes it (`days: int = 7`), its annotation as written."""
+    annotation = parameter.annotation
+    if annotation is not inspect.Parameter.empty and not isinstance(annotation, str):
+        annotation = inspect.formatannotation(annotation)
+    return str(parameter.replace(annotation=annotation)).replace(f": '{annotation}'", f": {annotation}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from agent_env.errors import ToolArgumentError, ToolDefinitionError
-from agent_env.schema._parameters import Parameters
+from agent_env.schema._parameters import Parameters, no_self
 from agent_env.schema._passes import close_objects
 from agent_env.schema._validator import format_problems, json_path
 
@@ -26,10 +26,20 @@ class Docstring:
     parameters: dict[str, str]
 
     @classmethod
-    def parse(cls, function: Callable[..., Any]) -> Docstring:
-        parsed = docstring_parser.parse(
-            inspect.getdoc(function) or "", docstring_parser.DocstringStyle.GOOGLE
-        )
+    def parse(cls, function: Callable[..., Any], tool_name: str | None = None) -> Docstring:
+        """What `function`'s docstring says; `ToolDefinitionError` naming tool `tool_name` (by default the function's
+        name) and how to lay the sections out, when it cannot be read as a Google-style docstring."""
+        try:
+            parsed = docstring_parser.parse(
+                inspect.getdoc(function) or "", docstring_parser.DocstringStyle.GOOGLE
+            )
+        except docstring_parser.ParseError as error:
+            raise ToolDefinitionError(
+                f"tool '{tool_name or function.__name__}': its docstring cannot be read as a Google-style docstring "
+                f"({error}): indent each entry one level deeper than its section's heading, one entry per line, "
+                "each `name: description` (a description that goes on for more lines indents further), e.g.\n"
+                "Args:\n    isbn: The book's ISBN."
+            ) from None
         text = "\n\n".join(part for part in (parsed.short_description, parsed.long_description) if part)
         return cls(
             text.strip(), {param.arg_name: (param.description or "").strip() for param in parsed.params}
@@ -62,7 +72,7 @@ def signature_schema(
     (`extra="allow"`, a `dict`): an unknown key is refused, and the schema shows it, at every level. Parameters are
     described from `docstring` (by default, the function's own).
     """
-    docstring = docstring or Docstring.parse(function)
+    docstring = docstring or Docstring.parse(function, tool_name)
     parameters = Parameters.of(function, tool_name)
     if parameters.rest is not None:
         raise ToolDefinitionError(
@@ -101,6 +111,8 @@ def _check_documented(docstring: Docstring, parameters: Parameters) -> None:
     """Refuse a docstring that describes a parameter the tool does not have: its words would reach no one."""
     names = {*parameters.named, *(parameter.name for parameter in parameters.named.values())}
     stray = [name for name in docstring.parameters if name not in names]
+    if parameters.receiver.name in stray:  # `def lookup(isbn)`: the described parameter became the receiver
+        raise no_self(parameters.tool_name, [parameters.receiver, *parameters.named.values()])
     if stray:
         takes = ", ".join(parameters.named) or "no arguments"
         raise ToolDefinitionError(

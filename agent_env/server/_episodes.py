@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 import uuid
@@ -19,9 +20,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+from agent_env._rows import dataset_rows
 from agent_env.environment import Environment
 from agent_env.errors import AgentEnvError, EpisodeStateError
+from agent_env.schema._describe import short
 from agent_env.server._limits import Limits
+from agent_env.server._row_references import row_digest
 from agent_env.server._workers import JobTimeoutError, WorkerPool
 from agent_env.server.errors import (
     CallTimeoutError,
@@ -29,6 +33,7 @@ from agent_env.server.errors import (
     EpisodeNotFoundError,
     RemoteError,
     ResetError,
+    RowNotFoundError,
     ServerError,
     ServerUnavailableError,
     TooManyEpisodesError,
@@ -86,6 +91,8 @@ class EpisodeRegistry:
         self.limits = limits
         self._episodes: dict[str, Episode] = {}
         self._datasets: dict[str, list[dict[str, Any]]] = {}
+        self._served_rows: dict[str, dict[str, Any]] = {}
+        """Every row of the splits served so far, by its digest (`_row_references`)."""
         self._workers: WorkerPool | None = None
         self._reaper: asyncio.Task[None] | None = None
 
@@ -188,7 +195,7 @@ class EpisodeRegistry:
         """The rows of a dataset split (computed once per split), each one a valid reset row."""
         if split not in self._datasets:
             try:
-                rows = await self._workers_or_raise().run(
+                rows, by_digest = await self._workers_or_raise().run(
                     partial(self._rows, split), self.limits.call_timeout
                 )
             except JobTimeoutError:
@@ -199,7 +206,27 @@ class EpisodeRegistry:
             except (NotImplementedError, LookupError, ValueError) as error:
                 raise DatasetNotFoundError(f"no dataset split {split!r}: {error}") from None
             self._datasets[split] = rows
+            self._served_rows.update(by_digest)
         return self._datasets[split]
+
+    async def served_row(self, row_digest: str, split: str | None = None) -> dict[str, Any]:
+        """A copy of the row of a served split whose digest is `row_digest`; `split`, when given, is read first if it
+        has not been (the server may have restarted since the client read it).
+
+        Raises:
+            RowNotFoundError: No row of the splits served has that digest.
+        """
+        if row_digest not in self._served_rows and split is not None and split not in self._datasets:
+            with contextlib.suppress(DatasetNotFoundError):
+                await self.dataset_rows(split)
+        row = self._served_rows.get(row_digest)
+        if row is None:
+            raise RowNotFoundError(
+                f"no row of this server's datasets has digest {short(row_digest)} (the served splits: "
+                f"{', '.join(map(repr, self._datasets)) or 'none yet'}): send the row itself"
+            )
+        # A copy, made off the event loop: an environment that changes its row must not change the served one.
+        return await self._workers_or_raise().run(partial(_copied, row), self.limits.call_timeout)
 
     def is_live(self, episode_id: str) -> bool:
         """Whether an episode is open (it may still be idle past the timeout, until someone asks for it)."""
@@ -235,8 +262,10 @@ class EpisodeRegistry:
                 f"the server could not build {self.environment.__name__}: {type(error).__name__}: {error}"
             ) from error
 
-    def _rows(self, split: str) -> list[dict[str, Any]]:
-        return self.environment(**self.config).dataset_rows(split)
+    def _rows(self, split: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+        rows = dataset_rows(self.environment, self.config, split)
+        by_digest = {found: row for row in rows if (found := row_digest(row)) is not None}
+        return rows, by_digest
 
     async def _reset(self, episode: Episode, row: Mapping[str, Any]) -> str | None:
         session = _session(episode)
@@ -365,6 +394,11 @@ def _failures_reported(action: str, episode: Episode) -> Iterator[None]:
     except Exception as error:
         logger.exception("agent_env: %s failed in episode %s", action, episode.id)
         raise ServerError(f"{action} failed on the server: {type(error).__name__}: {error}") from error
+
+
+def _copied(row: dict[str, Any]) -> dict[str, Any]:
+    copied: dict[str, Any] = json.loads(json.dumps(row))
+    return copied
 
 
 def _session(episode: Episode) -> LocalSession:

@@ -20,6 +20,7 @@ from agent_env.schema._validator import short
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._json import NotJsonError, parse_json
+from agent_env.server._row_references import ROW_PARAMETER, SPLIT_PARAMETER
 from agent_env.server.errors import InvalidRequestError, ServerError, http_status
 
 logger = logging.getLogger("agent_env.server")
@@ -100,7 +101,7 @@ class ControlApi:
     async def open(self, request: Request) -> Response:
         """`POST /episodes` (body: a dataset row): a new episode, reset from the row; `?reset=false` opens it
         without starting it. With an `Mcp-Session-Id` header, that MCP session acts on the new episode."""
-        row = await json_object(request, "a dataset row")
+        row = await self._row(request)
         start = request.query_params.get("reset", "true").lower() != "false"
         mcp_session_id = request.headers.get(MCP_SESSION_HEADER)
         if mcp_session_id:
@@ -112,9 +113,21 @@ class ControlApi:
     async def reset(self, request: Request) -> Response:
         """`POST /episodes/{id}/reset` (body: a dataset row): the next episode on the same environment instance."""
         episode_id = request.path_params["episode_id"]
-        row = await json_object(request, "a dataset row")
+        row = await self._row(request)
         observation = await self.episodes.reset(episode_id, row)
         return JSONResponse({"episode_id": episode_id, "observation": observation})
+
+    async def _row(self, request: Request) -> dict[str, Any]:
+        """The dataset row a reset starts from: the body, or with `?row=<digest>` (and `&split=`) a row this server
+        served, named by its digest (see `_row_references`)."""
+        reference = request.query_params.get(ROW_PARAMETER)
+        if reference is None:
+            return await json_object(request, "a dataset row")
+        if (await request.body()).strip():
+            raise InvalidRequestError(
+                f"send the dataset row in the body, or name a row this server served with ?{ROW_PARAMETER}=, not both"
+            )
+        return await self.episodes.served_row(reference, request.query_params.get(SPLIT_PARAMETER))
 
     async def call(self, request: Request) -> Response:
         """`POST /episodes/{id}/tools/{name}` (body: the arguments): the tool's result text."""

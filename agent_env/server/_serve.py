@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import math
 from collections.abc import Iterable
 from typing import Any
 
+from agent_env.environment import Environment
 from agent_env.envs import EnvironmentReference
 from agent_env.server._limits import (
     DEFAULT_CALL_TIMEOUT,
@@ -16,6 +18,8 @@ from agent_env.server._limits import (
     DEFAULT_MAX_EPISODES,
     LOOPBACK_HOSTS,
 )
+
+logger = logging.getLogger("agent_env.server")
 
 OPENENV_PREFIX = "/openenv"
 """Where `agent-env serve --openenv` serves OpenEnv's wire surface."""
@@ -54,11 +58,13 @@ def serve(
     """
     import uvicorn
 
+    from agent_env.envs import load_environment
     from agent_env.server.app import build_app
 
     check_exposure(host, token, allow_unauthenticated)
+    environment_class = load_environment(environment)
     app = build_app(
-        environment,
+        environment_class,
         token=token,
         max_body_bytes=max_body_bytes,
         max_episodes=max_episodes,
@@ -70,7 +76,46 @@ def serve(
     )
     # ws_max_size: a larger WebSocket message (OpenEnv's /ws) is refused with 1009 before it is held in memory
     running = uvicorn_options(header_timeout)
+    show_logs(log_level)
+    logger.info(
+        "%s", announcement(environment_class, host, port, openenv_prefix=options.get("openenv_prefix"))
+    )
     uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_body_bytes, **running)
+
+
+def show_logs(log_level: str) -> None:
+    """Show agent_env's own log lines at `log_level` beside uvicorn's, formatted as uvicorn formats its own (unless
+    the process has set up agent_env's logging itself)."""
+    from uvicorn.logging import DefaultFormatter
+
+    package = logging.getLogger("agent_env")
+    if package.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(DefaultFormatter("%(levelprefix)s %(message)s"))
+    package.addHandler(handler)
+    package.setLevel(log_level.upper())
+
+
+def announcement(
+    environment: type[Environment], host: str, port: int, *, openenv_prefix: str | None = None
+) -> str:
+    """The line `serve` logs at start: which environment, its tool-set fingerprint (the one a trainer's factory logs),
+    and where each surface is."""
+    from agent_env.schema import fingerprint
+
+    name = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    url = f"http://{name}:{port}"
+    where = f"a free port on {name} (uvicorn's next line says which)" if port == 0 else url
+    connect = "that URL" if port == 0 else repr(url)
+    surfaces = f"MCP at /mcp, the episode API for AgentEnv.connect({connect})"
+    if openenv_prefix is not None:
+        surfaces += f", OpenEnv's at {openenv_prefix}"
+    tools = environment.tools.published
+    return (
+        f"agent_env: serving {environment.__name__} ({len(tools)} tools, tool set {fingerprint(tools)}) at {where}: "
+        f"{surfaces}"
+    )
 
 
 def uvicorn_options(header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> dict[str, Any]:

@@ -121,7 +121,9 @@ def build_app(
         await episodes.start()
         try:
             async with mcp.run():
-                logger.info("agent_env: serving %s", environment_class.__name__)
+                logger.debug(
+                    "agent_env: serving %s", environment_class.__name__
+                )  # `serve` says more, at INFO
                 yield
         finally:
             await episodes.stop()

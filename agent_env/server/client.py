@@ -8,21 +8,35 @@ subclass that says which.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
 import threading
+import time
+import weakref
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 
 from agent_env.errors import SessionClosedError
+from agent_env.server._row_references import (
+    INLINE_ROW_BYTES,
+    ROW_PARAMETER,
+    SPLIT_PARAMETER,
+    canonical,
+    described,
+    digest,
+    row_digest,
+)
 from agent_env.server.errors import (
     CallTimeoutError,
     EpisodeNotFoundError,
     RemoteError,
+    RequestTooLargeError,
+    RowNotFoundError,
     ServerUnavailableError,
     error_class,
 )
@@ -61,6 +75,8 @@ class RemoteProvider:
         self._client_pid = 0
         self._lock = threading.Lock()
         self._tools: list[dict[str, Any]] | None = None
+        self._served: dict[str, str] = {}
+        """The split of each row this provider read from the server, by the row's digest (not pickled)."""
         self.name: str = name if name is not None else self._fetch_listing()
 
     def tools(self) -> list[dict[str, Any]]:
@@ -78,7 +94,40 @@ class RemoteProvider:
         """The rows of a dataset split, each one a valid `reset(**row)`."""
         answer = self.request("GET", f"/datasets/{quote(split, safe='')}", action=f"dataset_rows({split!r})")
         rows: list[dict[str, Any]] = answer["rows"]
+        for row in rows:  # so that a reset from one of them names it instead of sending it back
+            found = row_digest(row)
+            if found is not None:
+                self._served[found] = split
         return rows
+
+    def reset_request(self, path: str, row: dict[str, Any]) -> Any:
+        """`POST path` starting an episode from `row`: by reference when the server served it (this provider read it
+        from the server, or it is too large to send on a guess), else, or when the server does not know it, whole.
+
+        Raises:
+            RequestTooLargeError: The row is sent whole and is larger than the server takes; the message names it
+                and the server option to raise.
+        """
+        text = canonical(row)
+        if text is not None:
+            found = digest(text)
+            split = self._served.get(found)
+            if split is not None or len(text) > INLINE_ROW_BYTES:
+                reference = {ROW_PARAMETER: found} | ({SPLIT_PARAMETER: split} if split is not None else {})
+                try:
+                    return self.request("POST", f"{path}?{urlencode(reference)}", action="reset")
+                except RowNotFoundError:
+                    pass  # not a row the server served as it is (changed, or read elsewhere): send it whole
+        try:
+            return self.request("POST", path, body=row, action="reset")
+        except RequestTooLargeError as error:
+            limit = "--max-body-values" if "JSON values" in str(error) else "--max-body-bytes"
+            size = f"{len(text):,} bytes of JSON" if text is not None else "not JSON"
+            raise RequestTooLargeError(
+                f"reset: the dataset row {described(row)} ({size}) is too large for the server: {error}. It is not a "
+                f"row the server served (GET /datasets/{{split}}) as it is, so it was sent whole: start the server "
+                f"with a larger {limit}, or reset from the server's own rows unchanged"
+            ) from None
 
     def close(self) -> None:
         """Close this process's HTTP client; the next request opens another."""
@@ -87,21 +136,27 @@ class RemoteProvider:
         if client is not None:
             client.close()
 
-    def request(self, method: str, path: str, *, body: Any = NO_BODY, action: str) -> Any:
-        """Send one request to the server and return its JSON answer (None for an empty one).
+    def request(
+        self, method: str, path: str, *, body: Any = NO_BODY, action: str, timeout: float | None = None
+    ) -> Any:
+        """Send one request to the server and return its JSON answer (None for an empty one); `timeout` (seconds)
+        overrides the provider's for this request.
 
         Raises:
             The error the server answered with, as its own class (`ToolArgumentError`, `EpisodeNotFoundError`,
             ...), `ServerUnavailableError` when the server cannot be reached, `CallTimeoutError` when it does not
             answer within `timeout`.
         """
+        limit = httpx.Timeout(timeout) if timeout is not None else httpx.USE_CLIENT_DEFAULT
         try:
             if body is NO_BODY:
-                response = self._http().request(method, self.url + path)
+                response = self._http().request(method, self.url + path, timeout=limit)
             else:  # `null` too: arguments that are null are sent, for the server's session to refuse
                 content = json.dumps(body, ensure_ascii=False).encode()
                 headers = {"Content-Type": "application/json"}
-                response = self._http().request(method, self.url + path, content=content, headers=headers)
+                response = self._http().request(
+                    method, self.url + path, content=content, headers=headers, timeout=limit
+                )
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
             raise ServerUnavailableError(
                 f"{action}: cannot reach the agent_env server at {self.url} ({error or type(error).__name__}); "
@@ -109,7 +164,8 @@ class RemoteProvider:
             ) from None
         except httpx.TimeoutException:
             raise CallTimeoutError(
-                f"{action}: no answer from the agent_env server at {self.url} within {self.timeout:g} s"
+                f"{action}: no answer from the agent_env server at {self.url} within "
+                f"{timeout if timeout is not None else self.timeout:g} s"
             ) from None
         except httpx.TransportError as error:
             raise ServerUnavailableError(
@@ -164,6 +220,7 @@ class RemoteSession(Session):
         self.provider = provider
         self.episode_id: str | None = None
         self._closed = False
+        self._pid = os.getpid()
 
     def tools(self) -> list[dict[str, Any]]:
         return self.provider.tools()
@@ -172,13 +229,13 @@ class RemoteSession(Session):
         self._require_open()
         if self.episode_id is not None:
             try:
-                answer = self.provider.request("POST", self._path("reset"), body=row, action="reset")
+                answer = self.provider.reset_request(self._path("reset"), row)
                 observation: str | None = answer["observation"]
                 return observation
             except EpisodeNotFoundError:
                 self.episode_id = None  # idled out or the server restarted: a reset starts afresh anyway
-        answer = self.provider.request("POST", "/episodes", body=row, action="reset")
-        self.episode_id = answer["episode_id"]
+        answer = self.provider.reset_request("/episodes", row)
+        self._hold(answer["episode_id"])
         observation = answer["observation"]
         return observation
 
@@ -201,7 +258,7 @@ class RemoteSession(Session):
         self._require_open()
         if self.episode_id is None:
             answer = self.provider.request("POST", "/episodes?reset=false", body={}, action=action)
-            self.episode_id = answer["episode_id"]
+            self._hold(answer["episode_id"])
         try:
             return self.provider.request("POST", self._path(action_path), body=body, action=action)
         except CallTimeoutError:
@@ -217,28 +274,57 @@ class RemoteSession(Session):
         assert self.episode_id is not None
         return f"/episodes/{self.episode_id}/{action_path}"
 
-    def _let_go(self, wait: bool = True) -> None:
-        """Forget the server-side episode if there is one, and close it there (on a thread of its own unless `wait`),
-        without raising: it may be gone already."""
+    def _hold(self, episode_id: str) -> None:
+        """Act on server-side episode `episode_id` from now on; it is closed when this process exits, if not before."""
+        self.episode_id = episode_id
+        self._pid = os.getpid()
+        _holding.add(self)
+
+    def _let_go(self, *, wait: bool = True, timeout: float | None = None) -> None:
+        """Forget the server-side episode if there is one, and close it there (on a thread of its own unless `wait`;
+        within `timeout` seconds, when given), without raising: it may be gone already."""
         episode_id, self.episode_id = self.episode_id, None
+        _holding.discard(self)
         if episode_id is None:
             return
         if wait:
-            self._close_episode(episode_id)
+            self._close_episode(episode_id, timeout)
         else:
             threading.Thread(
-                target=self._close_episode, args=(episode_id,), name="agent-env-close", daemon=True
+                target=self._close_episode, args=(episode_id, timeout), name="agent-env-close", daemon=True
             ).start()
 
-    def _close_episode(self, episode_id: str) -> None:
+    def _close_episode(self, episode_id: str, timeout: float | None) -> None:
         try:
-            self.provider.request("DELETE", f"/episodes/{episode_id}", action="close")
+            self.provider.request("DELETE", f"/episodes/{episode_id}", action="close", timeout=timeout)
         except RemoteError as error:
             logger.debug("agent_env: closing episode %s: %s", episode_id, error)
 
     def _require_open(self) -> None:
         if self._closed:
             raise SessionClosedError()
+
+
+EXIT_TIMEOUT = 5.0
+"""Seconds a process that exits gives closing the served episodes its sessions still hold."""
+
+_holding: weakref.WeakSet[RemoteSession] = weakref.WeakSet()
+"""The sessions that hold a server-side episode (a trainer rarely closes its environments)."""
+
+
+@atexit.register
+def close_held_episodes() -> None:
+    """Close, as this process exits, every served episode its sessions still hold, so a trainer that ends without
+    closing its environments does not leave them to the server's idle timeout: best effort (a server that is gone or
+    slow is given up on), within `EXIT_TIMEOUT` in all. A forked child leaves its parent's episodes alone."""
+    deadline = time.monotonic() + EXIT_TIMEOUT
+    for session in list(_holding):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            logger.debug("agent_env: %d served episodes left open at exit", len(_holding))
+            return
+        if session._pid == os.getpid():
+            session._let_go(timeout=remaining)
 
 
 def base_url(url: str) -> str:

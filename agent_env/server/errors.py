@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from agent_env.errors import (
     AgentEnvError,
+    DatasetRowsError,
     EpisodeEndedError,
     EpisodeNotStartedError,
     EpisodeStateError,
+    RewardError,
     SessionClosedError,
     ToolArgumentError,
     ToolError,
@@ -85,14 +87,23 @@ class DatasetNotFoundError(RemoteError, LookupError):
     code = "dataset_not_found"
 
 
+class RowNotFoundError(RemoteError, LookupError):
+    """A reset names a dataset row by a digest that no row the server has served has: send the row itself."""
+
+    code = "row_not_found"
+
+
 HTTP_STATUS: dict[type[AgentEnvError], int] = {
     ToolError: 422,
     EpisodeStateError: 409,
     InvalidRequestError: 400,
     ResetError: 400,
+    RewardError: 500,
+    DatasetRowsError: 500,
     UnauthorizedError: 401,
     EpisodeNotFoundError: 404,
     DatasetNotFoundError: 404,
+    RowNotFoundError: 404,
     RequestTooLargeError: 413,
     ServerError: 500,
     TooManyEpisodesError: 503,
@@ -111,6 +122,8 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
         EpisodeNotStartedError,
         EpisodeEndedError,
         SessionClosedError,
+        RewardError,
+        DatasetRowsError,
         RemoteError,
         ServerUnavailableError,
         ServerError,
@@ -122,6 +135,7 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
         InvalidRequestError,
         ResetError,
         DatasetNotFoundError,
+        RowNotFoundError,
     )
 }
 """Every error that can cross the wire, by its stable code."""
@@ -157,6 +171,7 @@ __all__ = [
     "RemoteError",
     "RequestTooLargeError",
     "ResetError",
+    "RowNotFoundError",
     "ServerError",
     "ServerUnavailableError",
     "TooManyEpisodesError",

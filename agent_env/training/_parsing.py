@@ -132,7 +132,7 @@ def _read_every_gptoss_call(tokenizer: Any, current: Any) -> None:
     if current is not None and current != stock:
         return  # the tokenizer's own: the user chose it
     tokenizer.response_template = gptoss.response_template(stock)
-    logger.info(
+    logger.warning(  # it changes how the trainer reads the model's calls: shown by default
         "agent_env: gpt-oss: the tokenizer's response template now reads tool calls with the recipient before or "
         "after the channel (TRL's reads only the first)"
     )

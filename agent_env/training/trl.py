@@ -10,10 +10,11 @@ import threading
 from typing import Any
 
 from agent_env.schema import fingerprint
+from agent_env.schema._gaps import gaps
 from agent_env.session import Provider, Session
 from agent_env.training._methods import tool_method
 from agent_env.training._parsing import prepare_parsing
-from agent_env.training._render_check import discovered_tools, plan_tools, render_check
+from agent_env.training._render_check import ToolPlan, discovered_tools, plan_tools, render_check
 from agent_env.training._tools import AsyncSchemaTool, SchemaTool
 from agent_env.training._trainer import Trainer, calling_trainer
 from agent_env.training.families import Family, family_of
@@ -132,6 +133,7 @@ class EnvironmentFactory:
         """Each checked template's environment class and family, by the template's key."""
         self._lock = threading.Lock()
         self._warned = False
+        self._noted = False
 
     def __call__(self) -> TRLEnvironment:
         trainer = calling_trainer()
@@ -186,18 +188,44 @@ class EnvironmentFactory:
         except BaseException:
             probe._session.close()
             raise
+        self._report(published, tool_set, template, family, plans)
+        self._built[template.key] = (environment_type, family)
+        return probe
+
+    def _report(
+        self,
+        published: list[dict[str, Any]],
+        tool_set: str,
+        template: ChatTemplate,
+        family: Family | None,
+        plans: list[ToolPlan],
+    ) -> None:
+        """Say, once per factory and template, what the model is shown: at WARNING, which Python shows even with
+        logging unconfigured, because a lowering changes the prompt and the fingerprint names the tools a run saw."""
         verdicts = sorted({plan.fidelity.status for plan in plans})
-        logger.info(
+        lowered = family is not None and any(plan.shown != plan.published for plan in plans)
+        logger.warning(
             "agent_env: %s, %d tools, tool set %s, checked under %s: %s%s",
             self.provider.name,
             len(published),
             tool_set,
             template.label,
             " and ".join(verdicts),
-            f" ({family.name} lowering)" if family is not None and "lossless" in verdicts else "",
+            f" ({family.name} lowering: what the template drops is restated in the tools' descriptions)"
+            if lowered and family is not None
+            else "",
         )
-        self._built[template.key] = (environment_type, family)
-        return probe
+        if self._noted:
+            return
+        self._noted = True
+        noted = [f"{tool['name']}: {', '.join(found)}" for tool in published if (found := gaps(tool))]
+        if noted:
+            logger.warning(
+                "agent_env: %s's tools leave the model to guess (agent-env check lists the same): %s. Describe each "
+                "tool and parameter in its docstring (Args:), and type an open object with a pydantic model.",
+                self.provider.name,
+                "; ".join(noted),
+            )
 
     def __getstate__(self) -> dict[str, Any]:
         source = self.chat_template

@@ -18,8 +18,8 @@ from agent_env import (
     ToolError,
     UnknownToolError,
 )
-from agent_env.errors import AgentEnvError
-from agent_env.server.errors import DatasetNotFoundError
+from agent_env.errors import AgentEnvError, RewardError
+from agent_env.server.errors import DatasetNotFoundError, ServerError
 from agent_env.session import Provider, Session
 from tst.data.authoring import NOT_AN_OBJECT
 from tst.data.toy import ToyDesk
@@ -185,6 +185,30 @@ SCRIPTS: dict[str, list[Step]] = {
 @pytest.mark.parametrize("script", SCRIPTS.values(), ids=SCRIPTS.keys())
 def test_a_session_answers_as_an_in_process_one_step_for_step(provider, script):
     assert play(provider.open(), script) == play(LocalSession(ToyDesk()), script)
+
+
+WITHOUT_ERROR_CODES = {"openenv"}
+"""Providers whose wire carries an error's text but not its class (OpenEnv's /ws): it arrives as a `ServerError`."""
+
+
+@pytest.mark.parametrize("returned", [None, "0.5", True], ids=["None", "text", "bool"])
+def test_a_reward_that_is_not_a_number_is_refused_naming_the_method_in_the_same_words_everywhere(
+    provider, request, returned
+):
+    outcomes = []
+    for session in (provider.open(), LocalSession(ToyDesk())):
+        with session:
+            session.reset(scored_as=returned)
+            # OpenEnv's end_turn answers with the reward, so there it is end_turn that fails
+            with pytest.raises(AgentEnvError) as raised:
+                session.call_tool("end_turn", {})
+                session.reward()
+        outcomes.append((type(raised.value), str(raised.value)))
+    (remote_class, remote_text), (local_class, local_text) = outcomes
+    assert local_class is RewardError and local_text.startswith("ToyDesk.reward returned ")
+    assert remote_text == local_text
+    without_codes = request.node.callspec.params["provider"] in WITHOUT_ERROR_CODES
+    assert remote_class is (ServerError if without_codes else RewardError)
 
 
 def play(session: Session, script: list[Step]) -> list[Any]:

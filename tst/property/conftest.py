@@ -1,5 +1,5 @@
 """The property tier: Hypothesis settings kept small enough that the whole tier runs in about a minute, and the
-count of inputs tried per tool, printed at the end of the run."""
+count of inputs tried, printed at the end of the run in one line (with `-v`, per kind of input)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,13 @@ TRIED: Counter[str] = Counter()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line at the end of the run, how many inputs the tier tried; with `-v`, the count for each kind."""
     if not TRIED:
+        return
+    if terminalreporter.verbosity <= 0:
+        terminalreporter.write_line(
+            f"property tier: {sum(TRIED.values()):,} inputs tried, of {len(TRIED)} kind{'s' if len(TRIED) != 1 else ''} (pytest -v lists them)"
+        )
         return
     terminalreporter.section("property tier: inputs tried")
     for what, count in sorted(TRIED.items()):

@@ -225,7 +225,7 @@ def test_the_documented_one_liner_gives_a_tokenizer_the_response_template_that_r
     )
 
 
-def test_every_trainer_a_factory_serves_reads_every_gptoss_call_form_not_only_the_first(tmp_path):
+def test_every_trainer_a_factory_serves_reads_every_gptoss_call_form_not_only_the_first(tmp_path, caplog):
     from transformers.utils.chat_parsing.response_parser import parse_response
     from trl import GRPOTrainer
 
@@ -235,15 +235,20 @@ def test_every_trainer_a_factory_serves_reads_every_gptoss_call_form_not_only_th
     prefix = "<|start|>user<|message|>Trade.<|end|><|start|>assistant"
     for run in range(2):  # a sweep, or a notebook cell run again: one factory, a fresh tokenizer each time
         tokenizer = family_tokenizer("gptoss")
-        GRPOTrainer(
-            model=tiny_qwen3(tokenizer),
-            processing_class=tokenizer,
-            args=grpo_config(tmp_path / str(run)),
-            train_dataset=env.dataset("train"),
-            environment_factory=env.factory,
-        )
+        with caplog.at_level("WARNING", logger="agent_env"):  # what Python shows with logging unconfigured
+            GRPOTrainer(
+                model=tiny_qwen3(tokenizer),
+                processing_class=tokenizer,
+                args=grpo_config(tmp_path / str(run)),
+                train_dataset=env.dataset("train"),
+                environment_factory=env.factory,
+            )
         parsed = parse_response(gptoss_channel_call(VALID), tokenizer.response_template, prefix=prefix)
         assert parsed.get("tool_calls"), f"trainer {run + 1} misses harmony-form calls"
+    patched = [
+        record for record in caplog.records if "response template now reads tool calls" in record.getMessage()
+    ]
+    assert len(patched) == 2  # said once per tokenizer it changed, where a plain script shows it
 
 
 def test_the_templates_agent_env_check_says_trl_parses_are_the_ones_the_installed_trl_parses():

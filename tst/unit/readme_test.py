@@ -3,6 +3,9 @@ quotes are the ones agent_env raises, word for word."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,3 +89,45 @@ def test_supported_versions_table_is_what_make_matrix_runs(monkeypatch):
         "README's versions table is stale: paste `python .ci/matrix.py readme`"
     )
     assert [row.name for row in matrix.ROWS] == ["floor", "newest-3.12", "newest-3.13"]
+
+
+ROOT = Path(__file__).parents[2]
+FIRST_RUN = README[: README.index("## The problem")]
+
+
+def needs_uv() -> str:
+    found = shutil.which("uv")
+    if found is None:
+        pytest.skip("uv is not installed")
+    return found
+
+
+def test_the_readme_says_how_to_run_agent_env_and_that_way_runs_it():
+    command = re.search(r"from the checkout run\s+`(uv run --no-sync agent-env --help)`", FIRST_RUN)
+    assert command is not None, "README: say how to run agent-env after `make demo`"
+    assert "`source .venv/bin/activate`" in FIRST_RUN
+    result = subprocess.run(
+        [needs_uv(), *command.group(1).split()[1:]], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "serve" in result.stdout and "demo" in result.stdout
+
+
+def test_the_readme_install_from_a_path_resolves_with_the_extras_it_names(tmp_path):
+    pip_line = re.search(
+        r'^pip install "/path/to/agent_env\[(?P<extras>[a-z,]+)\]"$', FIRST_RUN, re.MULTILINE
+    )
+    assert pip_line is not None, (
+        "README: say how to install agent_env into one's own project, with its extras"
+    )
+    for extra in ("trl", "server", "cli", "ray", "all"):
+        assert f"`{extra}`" in FIRST_RUN  # every extra is named, with what it is for
+    uv = needs_uv()
+    subprocess.run([uv, "venv", "-q", str(tmp_path / "venv")], check=True, timeout=120)
+    result = subprocess.run(
+        [uv, "pip", "install", "--dry-run", "--python", str(tmp_path / "venv" / "bin" / "python"),
+         f"{ROOT}[{pip_line.group('extras')}]"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert " + mcp==" in result.stderr and " + transformers==" in result.stderr

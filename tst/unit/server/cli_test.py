@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -111,3 +117,39 @@ def test_serve_openenv_adds_openenvs_surface_at_its_prefix(served, monkeypatch):
     assert served["openenv_prefix"] == "/openenv"
     assert runner.invoke(app, ["serve"]).exit_code == 0
     assert served["openenv_prefix"] is None
+
+
+def test_serve_says_at_start_which_environment_its_tool_set_and_where_it_is_served():
+    from agent_env.schema import fingerprint
+
+    from .toy import ToyDesk
+
+    root = Path(__file__).resolve().parents[3]
+    with socket.socket() as probe:  # a free port, named in the command so the line can say it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = {**os.environ, "PYTHONPATH": f"{root / 'tst' / 'unit'}{os.pathsep}{root}"}
+    command = [sys.executable, "-m", "agent_env.cli", "serve", f"{ToyDesk.__module__}:ToyDesk", "--port", str(port),
+               "--openenv"]  # fmt: skip
+    server = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        lines = []
+        for line in server.stderr:
+            lines.append(line.strip())
+            if "Uvicorn running on" in line:
+                break
+        said = [line for line in lines if "agent_env: serving" in line]
+        url = f"http://127.0.0.1:{port}"
+        assert said == [
+            f"INFO:     agent_env: serving ToyDesk ({len(ToyDesk.tools)} tools, tool set "
+            f"{fingerprint(ToyDesk.tools.published)}) at "
+            f"{url}: MCP at /mcp, the episode API for AgentEnv.connect('{url}'), OpenEnv's at /openenv"
+        ], lines
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

@@ -4,11 +4,15 @@ failure of the network is a typed error that arrives in bounded time."""
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -291,3 +295,55 @@ def test_an_answer_that_is_not_the_wire_form_is_a_remote_error():
 
 def test_remote_session_is_a_session():
     assert issubclass(RemoteSession, Session)
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+LEAVES_EPISODES_OPEN = """
+import sys
+from agent_env.server import client
+
+client.EXIT_TIMEOUT = float(sys.argv[2])
+provider = client.RemoteProvider(sys.argv[1])
+held = [provider.open() for _ in range(3)]  # as a trainer's environment pool holds them, never closed
+for session in held:
+    session.reset(seed=1)
+"""
+
+
+def leave_episodes_open(url: str, exit_timeout: float) -> float:
+    """Run a process that opens episodes on `url` and exits without closing three; how long its exit took."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-c", LEAVES_EPISODES_OPEN, url, str(exit_timeout)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode == 0, result.stderr
+    return time.monotonic() - started
+
+
+def test_episodes_a_process_leaves_open_are_closed_when_it_exits():
+    app = build_app(ToyDesk)
+    with running(app) as url:
+        leave_episodes_open(url, 5.0)
+        assert app.state.episodes.count() == 0  # not left to the idle timeout
+
+
+def test_a_server_that_does_not_answer_holds_an_exiting_process_no_longer_than_the_exit_timeout():
+    app = build_app(ToyDesk)
+
+    async def unanswered_closes(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "DELETE":  # a server too busy to answer closes
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            return
+        await app(scope, receive, send)
+
+    with running(unanswered_closes) as url:
+        took = leave_episodes_open(url, 1.0)
+    assert (
+        took < 6
+    )  # the interpreter's start, its imports and three resets, then at most the 1 s exit timeout

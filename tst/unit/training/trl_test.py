@@ -5,6 +5,7 @@ import inspect
 import json
 import logging
 import pickle
+import subprocess
 import sys
 from typing import Annotated
 
@@ -14,6 +15,7 @@ from pydantic import Field
 from transformers.utils import get_json_schema
 
 from agent_env import Environment, LocalProvider, ToolArgumentError, tool
+from agent_env.schema import fingerprint
 from agent_env.training import EnvironmentFactory, SchemaTool, TRLEnvironment, _render_check, fidelity
 from agent_env.training._render_check import (
     RenderCheckError,
@@ -25,6 +27,7 @@ from agent_env.training._render_check import (
 from agent_env.training.templates import ChatTemplate, load_template
 from tst.data.families import Notes
 from tst.data.toy import ToyDesk
+from tst.data.vague import Vague
 
 CURVE = {"hours": "HE07", "points": [[0, 10], [50, 30]]}
 
@@ -293,20 +296,59 @@ def test_outside_a_trainer_with_trl_loaded_the_default_check_warns_once_naming_h
     with caplog.at_level("WARNING", logger="agent_env"):
         factory()
         factory()
-    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    warnings = [record.getMessage() for record in caplog.records if "the default" in record.getMessage()]
     assert len(warnings) == 1
     assert "under chat template 'qwen3', the default" in warnings[0]
     assert "chat_template=tokenizer" in warnings[0]
     with caplog.at_level("WARNING", logger="agent_env"):
         EnvironmentFactory(LocalProvider(ToyDesk), chat_template="qwen3")()  # told: no warning
-    assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1
+    assert len([r for r in caplog.records if "the default" in r.getMessage()]) == 1
 
 
-def test_without_trl_loaded_the_default_check_is_silent(monkeypatch, caplog):
+def test_without_trl_loaded_the_default_check_does_not_warn_about_the_template(monkeypatch, caplog):
     monkeypatch.delitem(sys.modules, "trl", raising=False)
     with caplog.at_level("WARNING", logger="agent_env"):
         EnvironmentFactory(LocalProvider(ToyDesk))()
-    assert not [record for record in caplog.records if record.levelname == "WARNING"]
+    assert not [record for record in caplog.records if "the default" in record.getMessage()]
+
+
+PLAIN_SCRIPT = """
+from agent_env import LocalProvider
+from agent_env.training import EnvironmentFactory
+from tst.data.toy import ToyDesk
+
+factory = EnvironmentFactory(LocalProvider(ToyDesk), chat_template={template!r})
+factory()
+factory()
+"""
+
+
+def test_a_plain_script_shows_once_the_tool_set_and_the_lowering_that_changed_the_prompt():
+    # logging left unconfigured, as most training scripts leave it: Python shows WARNING and above
+    script = PLAIN_SCRIPT.format(template="gemma4")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    tool_set = fingerprint(ToyDesk.tools.published)
+    assert result.stderr.splitlines() == [
+        f"agent_env: ToyDesk, 4 tools, tool set {tool_set}, checked under gemma4: lossless (gemma4 lowering: what "
+        "the template drops is restated in the tools' descriptions)"
+    ]
+
+
+def test_the_factory_logs_once_what_the_tools_leave_the_model_to_guess(caplog):
+    factory = EnvironmentFactory(LocalProvider(Vague), chat_template="qwen3")
+    with caplog.at_level("WARNING", logger="agent_env"):
+        factory()
+        factory()
+        EnvironmentFactory(LocalProvider(ToyDesk), chat_template="qwen3")()  # says everything: no such line
+    noted = [record for record in caplog.records if "leave the model to guess" in record.getMessage()]
+    assert [record.levelname for record in noted] == ["WARNING"]
+    assert noted[0].getMessage() == (
+        "agent_env: Vague's tools leave the model to guess (agent-env check lists the same): lend: no description, "
+        "'isbn' undescribed, 'options' undescribed, 'options' is an open object; renew: 'isbn' undescribed, 'loan' undescribed, 'loan.extras' is an "
+        "open object. "
+        "Describe each tool and parameter in its docstring (Args:), and type an open object with a pydantic model."
+    )
 
 
 class Routes(Environment):
