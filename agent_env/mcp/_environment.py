@@ -32,7 +32,8 @@ class MCPToolsEnvironment(Environment):
 
     def __init__(self) -> None:
         self._episode: Episode | None = None
-        self._score: float | None = None
+        self._score: Any = None
+        self._scored = False
         self._finalizer: weakref.finalize | None = None
 
     def reset(self, **row: Any) -> str | None:
@@ -40,7 +41,7 @@ class MCPToolsEnvironment(Environment):
         self._let_go()
         episode = run_sync(self.runtime.open_episode(dict(row)))
         self._episode = episode
-        self._score = None
+        self._score, self._scored = None, False
         self._finalizer = weakref.finalize(self, self.runtime.let_go, episode)
         setup = self.source.setup
         if setup is None:
@@ -56,9 +57,10 @@ class MCPToolsEnvironment(Environment):
             raise
         return observation
 
-    def reward(self) -> float:
-        """The episode's score, read once while its servers run; then they are let go."""
-        if self._score is None:
+    def reward(self) -> Any:
+        """The episode's score, read once while its servers run (then they are let go); the session holds it to
+        being a finite number."""
+        if not self._scored:
             episode = self._episode
             if episode is None:
                 raise RuntimeError(
@@ -66,6 +68,7 @@ class MCPToolsEnvironment(Environment):
                 )
             try:
                 self._score = self.runtime.score(episode)
+                self._scored = True
             finally:
                 self._let_go()
         return self._score

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import re
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -91,20 +90,16 @@ class ServerSet:
         raw = await connection.call_tool(tool, arguments, self.source.call_timeout)
         return read_result(raw, self.source.max_result_chars)
 
-    def score(self, episode: Episode) -> float:
-        """The episode's reward: the reward function's, or the reward tool's answer (0 without either)."""
+    def score(self, episode: Episode) -> Any:
+        """The episode's reward: the reward function's, or the reward tool's answer (0 without either). The session
+        holds it to being a finite number, as it holds every environment's (`checked_reward`)."""
         reward = self.source.reward
         if reward is None:
             return 0.0
         if isinstance(reward, str):
             key, tool = self.reward_tool or self.route(reward, None)
-            result = run_sync(self.send(episode, key, tool, {}))
-            value: Any = _number(result, tool)
-        else:
-            value = run_user_function(reward, episode)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise TypeError(f"{self.source.label()}'s reward must be a finite number, not {short(value)}")
-        return float(value)
+            return _number(run_sync(self.send(episode, key, tool, {})), tool)
+        return run_user_function(reward, episode)
 
     def let_go(self, episode: Episode) -> None:
         """Hand an episode's connections back (their processes stop); from any thread, never waiting."""

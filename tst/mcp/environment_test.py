@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agent_env import AgentEnv, ToolArgumentError, ToolDefinitionError, ToolError
+from agent_env.errors import RewardError
 from agent_env.mcp import Episode, MCPEnvironment, StdioServer
 from agent_env.mcp._supervisor import SERVER_MARK, marked_processes
 from tst.mcp.conftest import node_server, python_server, scripted
@@ -164,7 +165,9 @@ class TestCalls:
         env = environments(AgentEnv.mcp, memory(), reward=lambda episode: "1.0", name="graph")
         with env.open() as session:
             session.reset(prompt=PROMPT)
-            with pytest.raises(TypeError, match=r'graph\'s reward must be a finite number, not "1.0"'):
+            with pytest.raises(
+                RewardError, match=r"^graph\.reward returned the string '1\.0'; a reward must be"
+            ):
                 session.reward()
 
     def test_a_server_tool_can_be_the_reward_and_the_model_is_not_shown_it(self, environments: Make) -> None:
