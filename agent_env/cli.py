@@ -471,7 +471,8 @@ def eval_command(
         env = open_environment(environment, token=token)
         endpoint = Endpoint(base_url, model, api_key_env, timeout=timeout, max_retries=max_retries)
         sampling = Sampling(temperature, top_p, max_tokens, seed, body)
-        with Progress(console=_console(stderr=True), transient=True) as progress:
+        console = _console(stderr=True)
+        with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
             task = progress.add_task("episodes", total=None)
             report = evaluate(
                 env,

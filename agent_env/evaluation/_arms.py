@@ -61,8 +61,8 @@ def arms(env: AgentEnv, *, compare: str | None = None, template: str | None = No
 
         chat_template = resolve_template(template)
         family = family_of(chat_template.text)
-        shows = f"published schemas lowered for {family.name}" if family else "published schemas"
-        shows += f" (as env.factory builds them for {chat_template.label})"
+        lowered = f", lowered for {family.name}" if family else ""
+        shows = f"published schemas{lowered} as env.factory builds them for template {chat_template.label}"
     else:
         shows = "published schemas"
     with trl_instance(env, chat_template) as instance:

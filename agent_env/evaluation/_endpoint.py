@@ -242,7 +242,7 @@ class ChatClient:
                 retry_after = retry_after_seconds(error.response.headers)
             except openai.OpenAIError as error:
                 raise RequestFailedError(
-                    f"the server's answer could not be read: {self.scrub(str(error))}"
+                    f"the server's answer is not a chat completion ({self.scrub(str(error))})"
                 ) from None
             else:
                 choices = getattr(completion, "choices", None)
