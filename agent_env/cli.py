@@ -452,6 +452,8 @@ def eval_command(
     tool calls, or at --max-turns; its reward is the environment's. The API key comes from --api-key-env's
     variable (OPENAI_API_KEY; unset sends none), never from an option. See the README, "Evaluate a model".
     """
+    from contextlib import nullcontext
+
     from rich.progress import Progress
 
     from agent_env.inspection.targets import open_environment
@@ -472,8 +474,9 @@ def eval_command(
         endpoint = Endpoint(base_url, model, api_key_env, timeout=timeout, max_retries=max_retries)
         sampling = Sampling(temperature, top_p, max_tokens, seed, body)
         console = _console(stderr=True)
-        with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
-            task = progress.add_task("episodes", total=None)
+        progress = Progress(console=console, transient=True)
+        task = progress.add_task("episodes", total=None)
+        with progress if console.is_terminal else nullcontext():  # no bar where nobody watches one
             report = evaluate(
                 env,
                 endpoint,

@@ -12,8 +12,9 @@ from packaging.utils import canonicalize_name
 
 # Imported by a declared dependency only when it happens to be installed: transformers uses Pillow, httpcore
 # (under huggingface_hub's httpx) sniffio, the MCP SDK's logging rich (with its pygments), and numpy's f2py
-# charset_normalizer (which Ray's requests brings), when present.
-OPTIONAL_IMPORTS = {"PIL", "sniffio", "rich", "pygments", "charset_normalizer"}
+# charset_normalizer (which Ray's requests brings), when present; httpx before 0.28 (the eval extra's openai at its
+# floor) click, for its `cli` extra.
+OPTIONAL_IMPORTS = {"PIL", "sniffio", "rich", "pygments", "charset_normalizer", "click"}
 HEAVY = (
     "transformers",
     "torch",
