@@ -24,7 +24,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import psutil
@@ -134,8 +133,12 @@ def main() -> int:
         process.kill()
         process.wait()
     overhead_ms = (1 / evaluate_rate - 1 / base) * 1000
-    print(f"request body of a mid-episode turn: {len(body) / 1024:.1f} KiB (the desk's 12 tools and 9 messages)")
-    print(f"baseline, the scripted server alone (a bare asyncio client, 32 in flight): {base:,.0f} requests/s")
+    print(
+        f"request body of a mid-episode turn: {len(body) / 1024:.1f} KiB (the desk's 12 tools and 9 messages)"
+    )
+    print(
+        f"baseline, the scripted server alone (a bare asyncio client, 32 in flight): {base:,.0f} requests/s"
+    )
     print(
         f"agent-env eval, concurrency 32, {EPISODES[32]} desk episodes of {TURNS} turns: {evaluate_rate:,.0f} turns/s "
         f"({evaluate_rate / base:.2f}x the baseline; target {TARGET_TURNS_PER_S}/s: "
