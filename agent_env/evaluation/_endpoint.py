@@ -163,9 +163,8 @@ class ChatClient:
         if self.endpoint.model is not None:
             if served and self.endpoint.model not in served:
                 listed = ", ".join(served[:8]) + (", ..." if len(served) > 8 else "")
-                return self.endpoint.model, [
-                    f"the server does not list model {self.endpoint.model!r} ({listed})"
-                ]
+                note = f"the server does not list model {self.endpoint.model!r} ({listed})"
+                return self.endpoint.model, [self.scrub(note)]
             return self.endpoint.model, []
         if len(served) == 1:
             return served[0], []
