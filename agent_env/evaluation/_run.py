@@ -148,18 +148,13 @@ async def aevaluate(
         chosen = arms(env, compare=compare_with, template=template)
         published = env.tools()
         tasks = plan(env.provider, split, episodes)
-        header = {
-            "environment": env.provider.name,
-            "tool_set": fingerprint(published),
-            "model": model,
-            "base_url": endpoint.base_url,
+        settings = {
             "split": split,
             "max_turns": max_turns,
             "sampling": sampling.settings(),
-            "arms": [{"name": arm.name, "shows": arm.shows, "tools": arm.fingerprint()} for arm in chosen],
             "template": template,
-            "api_key_env": endpoint.api_key_env,
         }
+        header = run_header(env, published, model, endpoint, chosen, settings)
         log = RunFile(out, header, resume=resume, scrub=client.scrub)
         try:
             todo = [(task, arm) for task in tasks for arm in chosen if not log.finished(arm.name, task.id)]
@@ -191,6 +186,26 @@ async def aevaluate(
         out=str(out),
         episodes=played,
     )
+
+
+def run_header(
+    env: AgentEnv,
+    published: list[dict[str, Any]],
+    model: str,
+    endpoint: Endpoint,
+    chosen: list[Arm],
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    """The run's settings, as the first line of its file holds them (never the API key: the variable's name)."""
+    return {
+        "environment": env.provider.name,
+        "tool_set": fingerprint(published),
+        "model": model,
+        "base_url": endpoint.base_url,
+        **settings,
+        "arms": [{"name": arm.name, "shows": arm.shows, "tools": arm.fingerprint()} for arm in chosen],
+        "api_key_env": endpoint.api_key_env,
+    }
 
 
 async def play_all(
