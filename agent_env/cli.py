@@ -422,6 +422,133 @@ def rollout(
         )
 
 
+@app.command("eval")
+def eval_command(
+    environment: EnvironmentArgument = DEFAULT_ENVIRONMENT,
+    base_url: Annotated[
+        str,
+        typer.Option(help="The OpenAI-compatible endpoint's API root, usually ending in /v1."),
+    ] = "http://127.0.0.1:8000/v1",  # agent_env.evaluation.DEFAULT_BASE_URL, which imports openai
+    model: Annotated[
+        str | None, typer.Option(help="The model to ask; by default the one model the server lists.")
+    ] = None,
+    api_key_env: Annotated[
+        str, typer.Option(help="The environment variable holding the API key (the key is never an option).")
+    ] = "OPENAI_API_KEY",
+    split: Annotated[str, typer.Option(help="The dataset split whose rows start the episodes.")] = "test",
+    episodes: Annotated[
+        int | None,
+        typer.Option(
+            help="Episodes to play: the split's first N rows (cycling, new seeds); default all rows."
+        ),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 8,
+    max_turns: Annotated[int, typer.Option(help="The most replies an episode gets.")] = 10,
+    out: Annotated[
+        Path, typer.Option(help="The JSONL file: the run's settings, then one line per finished episode.")
+    ] = Path("eval.jsonl"),
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run --out holds, skipping its finished episodes.")
+    ] = False,
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            help="lossy: play every episode again with TRL's method schemas, and print the paired differences."
+        ),
+    ] = None,
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--template",
+            "-t",
+            help="Send the published schemas as env.factory builds them for this chat template (gemma4, gptoss: "
+            "lowered).",
+        ),
+    ] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    top_p: Annotated[float | None, typer.Option(help="Nucleus sampling mass.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Most tokens a reply may have.")] = None,
+    seed: Annotated[int, typer.Option(help="Episode i is asked with seed + i, in every arm.")] = 0,
+    extra_body: Annotated[
+        str | None,
+        typer.Option(help="JSON object of more request fields, e.g. '{\"top_k\": 20}'."),
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds one request may take.")] = 300.0,
+    max_retries: Annotated[
+        int, typer.Option(help="Retries of a request that met a 429, 5xx, timeout or lost connection.")
+    ] = 3,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Draw the reward distribution (each arm, and the paired differences) to this PNG."),
+    ] = None,
+    json_output: JsonOption = False,
+    token: TokenOption = None,
+) -> None:
+    """Play ENV's episodes against a model behind an OpenAI-compatible endpoint and sum them up.
+
+    Each request sends ENV's tools with their published schemas; each call runs through a session as in training
+    (the same validation, the same error text TRL gives the model). An episode ends on end_turn, on a reply with no
+    tool calls, or at --max-turns; its reward is the environment's. The API key comes from --api-key-env's
+    variable (OPENAI_API_KEY; unset sends none), never from an option. See the README, "Evaluate a model".
+    """
+    from contextlib import nullcontext
+
+    from rich.progress import Progress
+
+    from agent_env.inspection.targets import open_environment
+
+    with _reported("eval"):
+        try:
+            from agent_env.evaluation import Endpoint, Sampling, evaluate
+        except ImportError as error:
+            if error.name != "openai":
+                raise
+            raise ImportError(
+                "agent-env eval needs the `eval` extra (the openai client): pip install 'agent-env[eval]'"
+            ) from None
+        body = json.loads(extra_body) if extra_body else {}
+        if not isinstance(body, dict):
+            raise ValueError(f"--extra-body must be a JSON object; got {extra_body}")
+        env = open_environment(environment, token=token)
+        endpoint = Endpoint(base_url, model, api_key_env, timeout=timeout, max_retries=max_retries)
+        sampling = Sampling(temperature, top_p, max_tokens, seed, body)
+        console = _console(stderr=True)
+        progress = Progress(console=console, transient=True)
+        task = progress.add_task("episodes", total=None)
+        with progress if console.is_terminal else nullcontext():  # no bar where nobody watches one
+            report = evaluate(
+                env,
+                endpoint,
+                split=split,
+                episodes=episodes,
+                concurrency=concurrency,
+                max_turns=max_turns,
+                sampling=sampling,
+                compare_with=compare,
+                template=template,
+                out=out,
+                resume=resume,
+                on_episode=lambda episode, done, total: progress.update(
+                    task, completed=done, total=total, description=f"{episode.arm} {episode.episode}"
+                ),
+            )
+    if json_output:
+        typer.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        from agent_env.evaluation._views import show_report
+
+        show_report(_console(), report)
+    if plot is not None:
+        from agent_env.evaluation._plot import plot_rewards
+
+        with _reported("eval"):
+            plot_rewards(report, plot)
+        typer.echo(f"Drew the reward distribution to {plot}", err=json_output)
+    if not any(episode.scored() for episode in report.episodes):
+        typer.echo("agent-env eval: no episode ran to a reward; see the faults", err=True)
+        raise typer.Exit(1)
+
+
 @app.command()
 def demo(
     train: Annotated[

@@ -74,9 +74,16 @@ def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") ->
     if not rows or not isinstance(rows[0].get("prompt"), list):
         return [{"role": "user", "content": PLAIN_TURN}]
     row = rows[0]
-    prompt: list[dict[str, Any]] = row["prompt"]
-    observation = instance.reset(**row)
+    return opening(row["prompt"], instance.reset(**row))
+
+
+def opening(prompt: Any, observation: Any) -> list[dict[str, Any]]:
+    """The conversation a rollout starts from: a row's `prompt` with the `reset` observation appended to its last
+    message's text, as TRL does; without a prompt, one user turn of the observation (or a plain one)."""
+    if not isinstance(prompt, list) or not prompt:
+        text = observation if isinstance(observation, str) and observation else PLAIN_TURN
+        return [{"role": "user", "content": text}]
     if not isinstance(observation, str) or not isinstance(prompt[-1].get("content"), str):
-        return prompt
+        return list(prompt)
     # TRL concatenates the observation to the last message's text as is, without a separator.
     return [*prompt[:-1], {**prompt[-1], "content": prompt[-1]["content"] + observation}]

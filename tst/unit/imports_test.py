@@ -12,8 +12,9 @@ from packaging.utils import canonicalize_name
 
 # Imported by a declared dependency only when it happens to be installed: transformers uses Pillow, httpcore
 # (under huggingface_hub's httpx) sniffio, the MCP SDK's logging rich (with its pygments), and numpy's f2py
-# charset_normalizer (which Ray's requests brings), when present.
-OPTIONAL_IMPORTS = {"PIL", "sniffio", "rich", "pygments", "charset_normalizer"}
+# charset_normalizer (which Ray's requests brings), when present; httpx before 0.28 (the eval extra's openai at its
+# floor) click, for its `cli` extra.
+OPTIONAL_IMPORTS = {"PIL", "sniffio", "rich", "pygments", "charset_normalizer", "click"}
 HEAVY = (
     "transformers",
     "torch",
@@ -112,7 +113,7 @@ def test_the_check_catches_a_module_no_extra_declares():
     assert any(entry.startswith("hypothesis") for entry in undeclared(modules, ()))
 
 
-@pytest.mark.parametrize("extra", ["trl", "server", "cli", "ray"])
+@pytest.mark.parametrize("extra", ["trl", "server", "cli", "ray", "eval"])
 def test_every_extra_is_declared(extra):
     markers = [Requirement(text).marker for text in requires("agent-env") or []]
     assert any(marker is not None and marker.evaluate({"extra": extra}) for marker in markers)
@@ -169,3 +170,28 @@ def test_the_openenv_layer_at_work_imports_only_what_the_server_extra_declares()
 
 def test_importing_agent_env_openenv_loads_nothing_heavy():
     assert not imported_top_level_modules("import agent_env.openenv") & {*HEAVY, "websockets"}
+
+
+def test_import_agent_env_does_not_load_the_evaluation_layer():
+    assert not imported_top_level_modules("import agent_env") & {"openai", "httpx", "httpx2"}
+    code = "import agent_env, sys; assert 'agent_env.evaluation' not in sys.modules"
+    imported_top_level_modules(code)  # raises if the assertion fails
+
+
+def test_the_evaluation_layer_at_work_imports_only_what_the_eval_extra_declares():
+    code = textwrap.dedent(
+        """
+        import tempfile, pathlib
+        from agent_env import AgentEnv
+        from agent_env.evaluation import Endpoint, evaluate
+        from tst.data.toy import ToyDesk
+        from tst.unit.evaluation.scripted import scripted, toy_policy
+        with scripted(toy_policy) as server, tempfile.TemporaryDirectory() as folder:
+            report = evaluate(AgentEnv.local(ToyDesk), Endpoint(server.url), out=pathlib.Path(folder) / "r.jsonl")
+            assert report.summaries[0].reward.n == 4
+        """
+    )
+    modules = imported_top_level_modules(code)
+    assert "openai" in modules
+    assert not modules & {"torch", "trl", "transformers", "mcp", "starlette"}
+    assert undeclared(modules, ("eval",)) == set()

@@ -1,0 +1,98 @@
+"""Run one tool call a model made through the episode's session, as TRL's tool loop runs it, and judge it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent_env.errors import EpisodeStateError, ToolArgumentError, ToolError, UnknownToolError
+from agent_env.evaluation._messages import tool_text, unknown_tool, unreadable_arguments, unsupported_call
+from agent_env.session import Session
+
+ACCEPTED = "accepted"
+MALFORMED = ("invalid_arguments", "not_json", "unknown_tool", "unsupported_type")
+"""Verdicts on calls that are not well formed: a name no tool has, arguments that are not JSON or break the
+published schema, a call of another type than "function"."""
+REFUSED = ("tool_error", "episode_state", "error")
+"""Verdicts on well-formed calls that the environment refused: a `ToolError` (the tool's own check), a call after
+the episode ended, anything else a tool raised."""
+VERDICTS = (ACCEPTED, *MALFORMED, *REFUSED)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call as the server returned it.
+
+    Attributes:
+        id: The call's id (one is made up when the server sent none), which its tool message answers.
+        type: "function", or what else the server said.
+        name: The tool named.
+        arguments: As sent: a JSON string (None or "" for none; a mapping from a server that parsed them).
+    """
+
+    id: str
+    type: str
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """What came of a call: its verdict and the text the model reads."""
+
+    verdict: str
+    content: str
+
+
+def decode_arguments(raw: Any) -> tuple[Any, str | None]:
+    """A call's arguments as JSON values, or None and why they are not JSON.
+
+    No arguments (None, "", whitespace) are `{}`, as TRL takes a call without them.
+    """
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None
+    if not isinstance(raw, str | bytes):
+        return raw, None
+    try:
+        return json.loads(raw), None
+    except ValueError as error:
+        return None, str(error)
+
+
+async def run_call(session: Session, call: ToolCall, schemas: Mapping[str, Any]) -> CallOutcome:
+    """Run `call` on `session` and say what the model reads, as TRL would: the name first (a name no tool has is
+    not found, whatever its arguments), then the arguments, validated by the session against the published schema.
+
+    Args:
+        session: The episode's session.
+        call: The call.
+        schemas: Each published tool's input schema, by name.
+    """
+    if call.type != "function":
+        return CallOutcome("unsupported_type", tool_text(error=unsupported_call(call.type)))
+    if call.name not in schemas:
+        return CallOutcome("unknown_tool", tool_text(error=unknown_tool(call.name)))
+    arguments, problem = decode_arguments(call.arguments)
+    if problem is not None:
+        error = unreadable_arguments(call.name, schemas[call.name], problem)
+        return CallOutcome("not_json", tool_text(error=error))
+    try:
+        result = await session.acall_tool(call.name, arguments)
+    except Exception as error:  # TRL catches every Exception a tool raises and tells the model
+        return CallOutcome(verdict_of(error), tool_text(error=error))
+    return CallOutcome(ACCEPTED, tool_text(result))
+
+
+def verdict_of(error: BaseException) -> str:
+    """The verdict on a call that raised `error`."""
+    if isinstance(error, ToolArgumentError):
+        return "invalid_arguments"
+    if isinstance(error, UnknownToolError):
+        return "unknown_tool"
+    if isinstance(error, EpisodeStateError):
+        return "episode_state"
+    if isinstance(error, ToolError):
+        return "tool_error"
+    return "error"

@@ -1,0 +1,288 @@
+"""The model's side: an OpenAI-compatible chat-completions endpoint through the official `openai` client, with
+bounded retries that count every fault they meet, and an API key that nothing written or shown carries.
+
+The client's own retries are off (`max_retries=0`): `complete` retries what the client would (429, 408, 409, 5xx,
+timeouts, lost connections) with the client's policy (exponential backoff from `backoff` seconds up to
+`max_backoff`, less up to a quarter of jitter, a `Retry-After` of up to a minute honoured), and counts each failed
+attempt against the episode it belongs to. The client's retry loop is private and changed transport (httpx, then
+httpx2) between the versions this supports, so counting there would tie the harness to one of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from agent_env.errors import AgentEnvError
+from agent_env.evaluation._replies import Reply, reply_of
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+NO_KEY = "EMPTY"
+"""The key sent when the key's variable is unset: local servers (vLLM, SGLang, transformers serve) ask for none."""
+MAX_RETRY_AFTER = 60.0
+"""The longest `Retry-After` honoured; past it the usual backoff applies."""
+RETRIED_FAULTS = ("rate_limited", "server_error", "timeout", "connection", "empty_choices")
+"""What a failed attempt is counted as: 429; 5xx or 409; a timeout or 408; a connection refused or lost; an answer
+with no choice in it."""
+
+
+class EndpointError(AgentEnvError, ConnectionError):
+    """The endpoint cannot be used (unreachable, the key refused, no model named); found before any episode starts."""
+
+    code = "endpoint"
+
+
+class RequestFailedError(AgentEnvError, RuntimeError):
+    """A chat request failed for good (refused, unreadable, or retried to the limit); it ends its episode, never
+    the run."""
+
+    code = "request_failed"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the model is and how to talk to it.
+
+    Attributes:
+        base_url: The API root, usually ending in `/v1`.
+        model: The model to ask; None takes the one model the server lists.
+        api_key_env: The environment variable holding the API key (never the key itself).
+        timeout: Seconds one request may take.
+        max_retries: Retries of a failed request before its episode ends.
+        backoff: Seconds before the first retry, doubled for each next one up to `max_backoff`.
+        max_backoff: The longest wait between retries (but a shorter `Retry-After` wins).
+    """
+
+    base_url: str = DEFAULT_BASE_URL
+    model: str | None = None
+    api_key_env: str = DEFAULT_API_KEY_ENV
+    timeout: float = 300.0
+    max_retries: int = 3
+    backoff: float = 0.5
+    max_backoff: float = 8.0
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The sampling settings every request carries; those left None are the server's own.
+
+    Attributes:
+        temperature: Sampling temperature.
+        top_p: Nucleus sampling mass.
+        max_tokens: Most tokens a reply may have.
+        seed: The first episode's seed; episode i is asked with `seed + i`, in every arm.
+        extra_body: More fields for the request body, as the server takes them (e.g. `{"top_k": 20}`).
+    """
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int = 0
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+
+    def fields(self, position: int) -> dict[str, Any]:
+        """The request body's sampling fields for the episode at `position`."""
+        chosen = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+        fields: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
+        return {**fields, "seed": self.seed + position, **self.extra_body}
+
+    def settings(self) -> dict[str, Any]:
+        """The settings as JSON, for the run's record."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "extra_body": dict(self.extra_body),
+        }
+
+
+class ChatClient:
+    """One endpoint, its API key read from the environment variable the endpoint names (never shown: `scrub`)."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self._secret = os.environ.get(endpoint.api_key_env) or None
+        self.has_key = self._secret is not None
+        """Whether the key's variable was set."""
+        self._client = openai.AsyncOpenAI(
+            base_url=endpoint.base_url,
+            api_key=self._secret or NO_KEY,
+            max_retries=0,
+            timeout=endpoint.timeout,
+        )
+
+    def scrub(self, text: str) -> str:
+        """`text` with the API key (as is, and as JSON writes it) cut out."""
+        if self._secret is None:
+            return text
+        for form in (self._secret, json.dumps(self._secret)[1:-1]):
+            text = text.replace(form, "[API key]")
+        return text
+
+    async def check(self) -> tuple[str, list[str]]:
+        """The model to ask and any notes on it, from the server's `/models`; raises `EndpointError` naming the fix
+        when the server cannot be reached, refuses the key, or leaves the model to name unclear."""
+        url = self.endpoint.base_url.rstrip("/")
+        try:
+            page = await self._client.with_options(timeout=min(self.endpoint.timeout, 30.0)).models.list()
+        except openai.APITimeoutError:
+            raise EndpointError(
+                f"{url}/models did not answer in time: is the server up, and is --base-url its API root?"
+            ) from None
+        except openai.APIConnectionError as error:
+            raise EndpointError(
+                f"cannot reach {url} ({self.scrub(str(error.__cause__ or error))}): start the server (vllm "
+                "serve, python -m sglang.launch_server, transformers serve, llama-server) or fix --base-url"
+            ) from None
+        except openai.AuthenticationError:
+            raise EndpointError(self._key_refused(url)) from None
+        except openai.NotFoundError:
+            raise EndpointError(
+                f"{url}/models was not found (HTTP 404): --base-url must be the API root, usually ending in /v1 "
+                "(e.g. http://127.0.0.1:8000/v1)"
+            ) from None
+        except openai.APIStatusError as error:
+            raise EndpointError(
+                f"{url}/models answered HTTP {error.status_code}: {self.scrub(error_text(error))}"
+            ) from None
+        served = [str(getattr(model, "id", model)) for model in getattr(page, "data", None) or []]
+        return self._model(served)
+
+    def _model(self, served: list[str]) -> tuple[str, list[str]]:
+        if self.endpoint.model is not None:
+            if served and self.endpoint.model not in served:
+                listed = ", ".join(served[:8]) + (", ..." if len(served) > 8 else "")
+                note = f"the server does not list model {self.endpoint.model!r} ({listed})"
+                return self.endpoint.model, [self.scrub(note)]
+            return self.endpoint.model, []
+        if len(served) == 1:
+            return served[0], []
+        listed = ", ".join(served[:8]) + (", ..." if len(served) > 8 else "") if served else "none"
+        raise EndpointError(f"name the model with --model: the server lists {len(served)} ({listed})")
+
+    def _key_refused(self, url: str) -> str:
+        variable = self.endpoint.api_key_env
+        if self._secret is None:
+            return (
+                f"{url} wants an API key: set it in ${variable} (or name another variable with --api-key-env)"
+            )
+        return f"{url} refused the API key in ${variable}: set the right one there"
+
+    async def complete(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        fields: Mapping[str, Any],
+        faults: Counter[str],
+    ) -> Reply:
+        """The model's reply to `messages` with `tools`, retrying what can be retried, each failed attempt counted in
+        `faults`.
+
+        Raises:
+            RequestFailedError: The server refused the request (a 4xx other than 408, 409, 429), answered what the
+                client cannot read, or failed `max_retries + 1` times.
+        """
+        endpoint = self.endpoint
+        last = ""
+        for attempt in range(endpoint.max_retries + 1):
+            retry_after = None
+            try:
+                # The client's documented way to send a body as it is (`chat.completions.create` walks every
+                # message and tool schema through its type transforms first: 60% of a turn's time on the desk).
+                completion = await self._client.post(
+                    "/chat/completions",
+                    cast_to=ChatCompletion,
+                    body={"model": model, "messages": messages, "tools": tools, **fields},
+                )
+            except openai.APITimeoutError:
+                fault, last = "timeout", f"no answer within {endpoint.timeout:g} s"
+            except openai.APIConnectionError as error:
+                fault, last = "connection", f"connection failed ({self.scrub(str(error.__cause__ or error))})"
+            except openai.APIStatusError as error:
+                last = f"HTTP {error.status_code}: {self.scrub(error_text(error))}"
+                retried = status_fault(error.status_code)
+                if retried is None:
+                    raise RequestFailedError(f"the server refused the request ({last})") from None
+                fault = retried
+                retry_after = retry_after_seconds(error.response.headers)
+            except openai.OpenAIError as error:
+                raise RequestFailedError(
+                    f"the server's answer is not a chat completion ({self.scrub(str(error))})"
+                ) from None
+            else:
+                choices = getattr(completion, "choices", None)
+                if not isinstance(choices, list):
+                    raise RequestFailedError(
+                        "the server's answer is not a chat completion (it has no choices list)"
+                    )
+                if choices:
+                    return reply_of(completion, choices[0])
+                fault, last = "empty_choices", "an answer with an empty choices list"
+            faults[fault] += 1
+            if attempt < endpoint.max_retries:
+                await asyncio.sleep(self._delay(attempt, retry_after))
+        raise RequestFailedError(f"gave up after {endpoint.max_retries + 1} attempts; the last: {last}")
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None and 0 < retry_after <= MAX_RETRY_AFTER:
+            return retry_after
+        delay = min(self.endpoint.backoff * 2.0**attempt, self.endpoint.max_backoff)
+        return delay * (1 - 0.25 * random.random())
+
+    async def aclose(self) -> None:
+        """Close the client's connections."""
+        await self._client.close()
+
+    def __repr__(self) -> str:
+        return f"ChatClient({self.endpoint.base_url!r}, key from ${self.endpoint.api_key_env})"
+
+
+def status_fault(status: int) -> str | None:
+    """The fault an HTTP status is counted as when it is retried; None for one that is not (a 4xx request error)."""
+    if status == 429:
+        return "rate_limited"
+    if status == 408:
+        return "timeout"
+    if status == 409 or status >= 500:
+        return "server_error"
+    return None
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The wait a `Retry-After` (or `retry-after-ms`) header asks for, in seconds, when it gives one as a number."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name) if headers is not None else None
+        if value is None:
+            continue
+        try:
+            return float(value) * scale
+        except ValueError:
+            continue
+    return None
+
+
+def error_text(error: openai.APIStatusError) -> str:
+    """What a refusal says, cut short."""
+    body = error.body
+    if isinstance(body, dict):
+        body = body.get("message") or body.get("detail") or body.get("error") or body
+    text = (
+        body
+        if isinstance(body, str)
+        else json.dumps(body, default=str)
+        if body is not None
+        else error.message
+    )
+    return text if len(text) <= 300 else text[:300] + "..."

@@ -1,0 +1,216 @@
+"""Play one episode against the endpoint: reset a session, ask the model, run its calls, and score it.
+
+An episode ends when an accepted `end_turn` call ends it, on a reply with no tool calls, or after `max_turns`
+replies; its reward is then the environment's (`session.reward()`, which ends a running episode first). A reply's
+calls run in order through the session, each answered by a tool message, as TRL's tool loop runs them. A request
+that fails for good, or an environment that raises outside a tool call, ends the episode as `error`, unscored;
+the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from agent_env.evaluation._arms import Arm
+from agent_env.evaluation._calls import ACCEPTED, run_call
+from agent_env.evaluation._endpoint import ChatClient, RequestFailedError, Sampling
+from agent_env.evaluation._messages import tool_message
+from agent_env.inspection.probe import opening
+from agent_env.session import Provider, Session
+from agent_env.tools import END_TURN
+
+ENDINGS = ("end_turn", "no_tool_calls", "max_turns", "error")
+"""How an episode can end."""
+CALL_MARKUP = re.compile(
+    r"<tool_call>|<\|tool_call|\[TOOL_CALLS\]|<function=|to=functions\.|<\|python_tag\|>|\"name\"\s*:\s*\"[^\"]+\"\s*,"
+    r"\s*\"(?:arguments|parameters)\""
+)
+"""What a tool call looks like in a reply's text, in the formats models are trained on (Hermes/Qwen, Mistral,
+Llama, Qwen 3.5, gpt-oss, plain JSON): a server that ignores `tools`, or cannot parse them, leaves it there."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One episode to play, the same in every arm.
+
+    Attributes:
+        id: The episode's id: the row's `task_id` (or `id`), else `split/index`; `#k` for the k-th repeat of a row.
+        position: Its place in the run, from 0; its seed is the sampling seed plus this.
+        row: The dataset row `reset(**row)` gets (empty for an environment without a dataset).
+    """
+
+    id: str
+    position: int
+    row: dict[str, Any]
+
+
+@dataclass
+class Episode:
+    """One played episode, as its JSONL line holds it."""
+
+    arm: str
+    episode: str
+    position: int
+    seed: int
+    task: dict[str, Any]
+    reward: float | None
+    ended_by: str
+    error: str | None
+    turns: int
+    calls: list[dict[str, Any]]
+    faults: dict[str, int]
+    tokens: dict[str, int] | None
+    wall_time: float
+    transcript: list[dict[str, Any]]
+    replies: list[dict[str, Any]] = field(default_factory=list)
+
+    def scored(self) -> bool:
+        """Whether the episode ran to a reward (it did not end in an `error`)."""
+        return self.ended_by != "error"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "episode", **asdict(self)}
+
+    def light(self) -> Episode:
+        """This episode without its transcript and replies: what a run keeps in memory to sum it up."""
+        return replace(self, transcript=[], replies=[])
+
+    @classmethod
+    def from_json(cls, line: Mapping[str, Any]) -> Episode:
+        return cls(**{name: line[name] for name in cls.__dataclass_fields__ if name in line})
+
+
+class Player:
+    """Plays episodes of one environment against one endpoint and model (one `Player` per run).
+
+    Args:
+        provider: Where sessions come from.
+        client: The endpoint.
+        model: The model to ask.
+        sampling: The sampling settings.
+        max_turns: The most replies an episode gets.
+        schemas: Each published tool's input schema, by name.
+        executor: Where the session's blocking work runs (opening, reset, reward, close): a served session's
+            are requests.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        client: ChatClient,
+        model: str,
+        sampling: Sampling,
+        max_turns: int,
+        schemas: Mapping[str, Any],
+        executor: Executor | None = None,
+    ) -> None:
+        self.provider = provider
+        self.client = client
+        self.model = model
+        self.sampling = sampling
+        self.max_turns = max_turns
+        self.schemas = schemas
+        self.executor = executor
+
+    async def _blocking(self, function: Callable[[], Any]) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, function)
+
+    async def play(self, task: Task, arm: Arm) -> Episode:
+        """Play `task` in `arm` to its end; never raises for a fault of the server, the model or the environment."""
+        started = time.perf_counter()
+        record = Episode(
+            arm=arm.name,
+            episode=task.id,
+            position=task.position,
+            seed=self.sampling.seed + task.position,
+            task={key: value for key, value in task.row.items() if key != "prompt"},
+            reward=None,
+            ended_by="error",
+            error=None,
+            turns=0,
+            calls=[],
+            faults={},
+            tokens=None,
+            wall_time=0.0,
+            transcript=[],
+        )
+        faults: Counter[str] = Counter()
+        session: Session | None = None
+        try:
+            session = opened = await self._blocking(self.provider.open)
+            observation = await self._blocking(lambda: opened.reset(**task.row))
+            record.transcript = opening(task.row.get("prompt"), observation)
+            record.ended_by = await self._turns(opened, arm, task, record, faults)
+            record.reward = float(await self._blocking(opened.reward))
+        except RequestFailedError as error:
+            record.ended_by, record.error = "error", self.client.scrub(str(error))
+        except Exception as error:  # the environment (reset, reward, its provider) failed: this episode only
+            record.ended_by = "error"
+            record.error = self.client.scrub(f"the environment raised {type(error).__name__}: {error}")
+        finally:
+            if session is not None:
+                await self._blocking(session.close)
+        record.faults = dict(faults)
+        record.wall_time = round(time.perf_counter() - started, 4)
+        return record
+
+    async def _turns(
+        self, session: Session, arm: Arm, task: Task, record: Episode, faults: Counter[str]
+    ) -> str:
+        """Ask and answer until the episode ends; returns how it ended."""
+        messages = record.transcript
+        fields = self.sampling.fields(task.position)
+        for turn in range(1, self.max_turns + 1):
+            reply = await self.client.complete(self.model, messages, arm.tools, fields, faults)
+            record.turns = turn
+            messages.append(reply.message)
+            record.replies.append(
+                {"finish_reason": reply.finish_reason, "usage": reply.usage, "reasoning": reply.reasoning}
+            )
+            if reply.usage is not None:
+                tokens = record.tokens or {"prompt": 0, "completion": 0}
+                tokens["prompt"] += reply.usage[0]
+                tokens["completion"] += reply.usage[1]
+                record.tokens = tokens
+            if reply.finish_reason == "length":
+                faults["truncated"] += 1
+            if not reply.tool_calls:
+                if CALL_MARKUP.search(reply.content):
+                    faults["unparsed_call"] += 1
+                return "no_tool_calls"
+            if reply.content.strip():
+                faults["text_with_calls"] += 1
+            if len(reply.tool_calls) > 1:
+                faults["parallel_calls"] += 1
+            if await self._run_calls(session, reply.tool_calls, turn, record, faults):
+                return "end_turn"
+        return "max_turns"
+
+    async def _run_calls(
+        self, session: Session, calls: Sequence[Any], turn: int, record: Episode, faults: Counter[str]
+    ) -> bool:
+        """Run a reply's calls in order, each answered by a tool message; True if one ended the episode."""
+        ended = False
+        for call in calls:
+            outcome = await run_call(session, call, self.schemas)
+            if outcome.verdict in ("not_json", "unknown_tool", "unsupported_type"):
+                faults[outcome.verdict] += 1
+            record.calls.append(
+                {
+                    "turn": turn,
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "verdict": outcome.verdict,
+                }
+            )
+            record.transcript.append(tool_message(call.id, outcome.content))
+            ended = ended or (outcome.verdict == ACCEPTED and call.name == END_TURN)
+        return ended

@@ -1,0 +1,121 @@
+"""The run's JSONL file: a first line with the run's settings, then one complete line per finished episode, each
+written and flushed as the episode ends, so a killed run loses only the episodes in flight.
+
+`--resume` reads the file back: its settings must be this run's, a last line cut short by the kill is dropped, and
+every episode that ran to a reward is not played again (one that ended in an `error` is: the server failed it, not
+the model). Where an episode appears twice, its last line is the one that counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from agent_env.errors import AgentEnvError
+from agent_env.evaluation._episode import Episode
+
+RESUMED_SETTINGS = ("environment", "tool_set", "model", "split", "max_turns", "sampling", "arms")
+"""The settings a resumed run must share with the file's: what makes its episodes comparable."""
+
+
+class RunFileError(AgentEnvError, ValueError):
+    """The `--out` file cannot take this run: it holds another run, is not one, or exists without `--resume`."""
+
+    code = "run_file"
+
+
+class RunFile:
+    """The JSONL file of one run, open for appending.
+
+    Args:
+        path: Where it is.
+        header: This run's settings (the first line).
+        resume: Continue the run the file holds; without it, a file that exists and is not empty is refused.
+        scrub: Applied to every line before it is written (cuts the API key out).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        header: Mapping[str, Any],
+        *,
+        resume: bool,
+        scrub: Callable[[str], str] = lambda text: text,
+    ) -> None:
+        self.path = Path(path)
+        self.scrub = scrub
+        self.episodes: dict[tuple[str, str], Episode] = {}
+        """Every episode in the file, the last line of each (arm, episode) only, without its transcript."""
+        exists = self.path.exists() and self.path.stat().st_size > 0
+        if exists and not resume:
+            raise RunFileError(
+                f"{self.path} already holds a run: pass --resume to continue it, or name another --out"
+            )
+        self._file: IO[str]
+        if exists:
+            self._read(dict(header))
+            self._file = self.path.open("a", encoding="utf-8")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("w", encoding="utf-8")
+            self._write({"type": "run", **header})
+
+    def finished(self, arm: str, episode: str) -> bool:
+        """Whether `episode` of `arm` already ran to a reward."""
+        found = self.episodes.get((arm, episode))
+        return found is not None and found.scored()
+
+    def append(self, episode: Episode) -> None:
+        """Write `episode`'s line and flush it."""
+        self._write(episode.to_json())
+        self.episodes[(episode.arm, episode.episode)] = episode.light()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def _write(self, line: Mapping[str, Any]) -> None:
+        text = self.scrub(json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str))
+        self._file.write(text + "\n")
+        self._file.flush()  # in the operating system's hands: a killed process loses none of it
+
+    def _read(self, header: dict[str, Any]) -> None:
+        data = self.path.read_bytes()
+        complete = data[: data.rfind(b"\n") + 1]
+        if len(complete) < len(data):  # the kill cut the last line short: drop it before appending
+            with self.path.open("r+b") as file:
+                file.truncate(len(complete))
+        lines = complete.decode("utf-8").splitlines()
+        first = _parse(lines[0], self.path, 1) if lines else None
+        if not isinstance(first, dict) or first.get("type") != "run":
+            raise RunFileError(
+                f"{self.path} is not an agent-env eval run (its first line is not the run's settings)"
+            )
+        differing = [key for key in RESUMED_SETTINGS if first.get(key) != header.get(key)]
+        if differing:
+            raise RunFileError(
+                f"{self.path} holds a run with other settings ({', '.join(_difference(k, first, header) for k in differing)}): "
+                "resume it with the same ones, or name another --out"
+            )
+        for number, text in enumerate(lines[1:], start=2):
+            line = _parse(text, self.path, number)
+            if isinstance(line, dict) and line.get("type") == "episode":
+                episode = Episode.from_json(line).light()
+                self.episodes[(episode.arm, episode.episode)] = episode
+
+
+def _parse(text: str, path: Path, number: int) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise RunFileError(f"{path}, line {number}: not JSON; is it an agent-env eval run?") from None
+
+
+def _difference(key: str, file: Mapping[str, Any], run: Mapping[str, Any]) -> str:
+    def short(value: Any) -> str:
+        text = json.dumps(value, default=str)
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    return f"{key} {short(file.get(key))} there, {short(run.get(key))} here"

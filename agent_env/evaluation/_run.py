@@ -1,0 +1,290 @@
+"""A whole evaluation: check the endpoint, plan the episodes, play them concurrently in every arm, log each as it
+ends, and sum the run up."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any
+
+from agent_env._agent_env import AgentEnv
+from agent_env.evaluation._arms import FULL, Arm, arms
+from agent_env.evaluation._endpoint import ChatClient, Endpoint, Sampling
+from agent_env.evaluation._episode import Episode, Player, Task
+from agent_env.evaluation._records import RunFile
+from agent_env.evaluation._stats import ArmSummary, Comparison, compare, summarize
+from agent_env.schema import fingerprint
+from agent_env.session import Provider
+
+DEFAULT_OUT = "eval.jsonl"
+OnEpisode = Callable[[Episode, int, int], None]
+"""Called as each episode ends, with how many of the run's episodes have ended and how many it plays."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a run found.
+
+    Attributes:
+        environment: The environment's name.
+        model: The model asked.
+        split: The dataset split played.
+        arms: The arms, as (name, what they show).
+        summaries: Each arm's numbers, over every episode the run's file holds.
+        comparison: `full` against `lossy`, when the run compared them.
+        played: Episodes this invocation played.
+        skipped: Episodes it found finished in the file (`--resume`).
+        episodes_per_minute: This invocation's pace (None when it played none).
+        notes: What to know about the endpoint or the replies (a model not listed, a server that ignores tools).
+        out: The run's JSONL file.
+        episodes: Every episode the file holds (its last record of each), without transcripts: those are in the
+            file.
+    """
+
+    environment: str
+    model: str
+    split: str
+    arms: list[tuple[str, str]]
+    summaries: list[ArmSummary]
+    comparison: Comparison | None
+    played: int
+    skipped: int
+    episodes_per_minute: float | None
+    notes: list[str] = field(default_factory=list)
+    out: str = DEFAULT_OUT
+    episodes: list[Episode] = field(default_factory=list, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON values (NaN as null), without the episodes."""
+        return _finite(
+            {item.name: getattr(self, item.name) for item in fields(self) if item.name != "episodes"}
+        )
+
+
+def evaluate(
+    env: AgentEnv,
+    endpoint: Endpoint | None = None,
+    *,
+    split: str = "test",
+    episodes: int | None = None,
+    concurrency: int = 8,
+    max_turns: int = 10,
+    sampling: Sampling | None = None,
+    compare_with: str | None = None,
+    template: str | None = None,
+    out: str | os.PathLike[str] = DEFAULT_OUT,
+    resume: bool = False,
+    on_episode: OnEpisode | None = None,
+) -> Report:
+    """Play `env`'s episodes against an OpenAI-compatible endpoint and sum them up (see `aevaluate`)."""
+    return asyncio.run(
+        aevaluate(
+            env,
+            endpoint,
+            split=split,
+            episodes=episodes,
+            concurrency=concurrency,
+            max_turns=max_turns,
+            sampling=sampling,
+            compare_with=compare_with,
+            template=template,
+            out=out,
+            resume=resume,
+            on_episode=on_episode,
+        )
+    )
+
+
+async def aevaluate(
+    env: AgentEnv,
+    endpoint: Endpoint | None = None,
+    *,
+    split: str = "test",
+    episodes: int | None = None,
+    concurrency: int = 8,
+    max_turns: int = 10,
+    sampling: Sampling | None = None,
+    compare_with: str | None = None,
+    template: str | None = None,
+    out: str | os.PathLike[str] = DEFAULT_OUT,
+    resume: bool = False,
+    on_episode: OnEpisode | None = None,
+) -> Report:
+    """Play `env`'s episodes against an OpenAI-compatible endpoint, log each to `out` as it ends, and sum them up.
+
+    Args:
+        env: The environment (any provider: in process, served, Ray, OpenEnv, MCP-backed).
+        endpoint: The endpoint; its `/models` is checked before any episode starts.
+        split: The dataset split whose rows start the episodes.
+        episodes: How many to play: the split's first rows, cycling with a new seed each time round; all rows
+            when None (and required for an environment without a dataset).
+        concurrency: Episodes in flight at once.
+        max_turns: The most replies an episode gets.
+        sampling: Sampling settings (seeds: episode i is asked with `seed + i`, in every arm).
+        compare_with: "lossy" plays every episode a second time with TRL's method schemas.
+        template: A chat template whose family's lowering the full arm sends, as `env.factory` builds it.
+        out: The JSONL file: a settings line, then one line per finished episode.
+        resume: Continue the run `out` holds, skipping the episodes it finished.
+        on_episode: Called as each episode ends.
+
+    Raises:
+        EndpointError: The endpoint cannot be reached, refuses the key, or leaves the model unnamed.
+        RunFileError: `out` holds a run (without `resume`), or another run's settings.
+        LookupError: A split, comparison or template that does not exist.
+        ValueError: `episodes`, `concurrency` or `max_turns` below 1.
+    """
+    for name, value in (("episodes", episodes), ("concurrency", concurrency), ("max_turns", max_turns)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be at least 1; got {value}")
+    endpoint, sampling = endpoint or Endpoint(), sampling or Sampling()
+    client = ChatClient(endpoint)
+    try:
+        model, notes = await client.check()
+        chosen = arms(env, compare=compare_with, template=template)
+        published = env.tools()
+        tasks = plan(env.provider, split, episodes)
+        settings = {
+            "split": split,
+            "max_turns": max_turns,
+            "sampling": sampling.settings(),
+            "template": template,
+        }
+        header = run_header(env, published, model, endpoint, chosen, settings)
+        log = RunFile(out, header, resume=resume, scrub=client.scrub)
+        try:
+            todo = [(task, arm) for task in tasks for arm in chosen if not log.finished(arm.name, task.id)]
+            schemas = {tool["name"]: tool["inputSchema"] for tool in published}
+            with ThreadPoolExecutor(
+                max_workers=min(concurrency, 64), thread_name_prefix="agent-env-eval"
+            ) as pool:
+                player = Player(env.provider, client, model, sampling, max_turns, schemas, pool)
+                started = time.perf_counter()
+                await play_all(todo, concurrency, player, log, on_episode)
+                elapsed = time.perf_counter() - started
+        finally:
+            log.close()
+    finally:
+        await client.aclose()
+    played = list(log.episodes.values())
+    summaries = [summarize(played, arm.name) for arm in chosen]
+    return Report(
+        environment=env.provider.name,
+        model=model,
+        split=split,
+        arms=[(arm.name, arm.shows) for arm in chosen],
+        summaries=summaries,
+        comparison=compare(played, FULL, chosen[1].name) if len(chosen) > 1 else None,
+        played=len(todo),
+        skipped=len(tasks) * len(chosen) - len(todo),
+        episodes_per_minute=len(todo) / elapsed * 60 if todo and elapsed > 0 else None,
+        notes=[*notes, *reply_notes(summaries)],
+        out=str(out),
+        episodes=played,
+    )
+
+
+def run_header(
+    env: AgentEnv,
+    published: list[dict[str, Any]],
+    model: str,
+    endpoint: Endpoint,
+    chosen: list[Arm],
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    """The run's settings, as the first line of its file holds them (never the API key: the variable's name)."""
+    return {
+        "environment": env.provider.name,
+        "tool_set": fingerprint(published),
+        "model": model,
+        "base_url": endpoint.base_url,
+        **settings,
+        "arms": [{"name": arm.name, "shows": arm.shows, "tools": arm.fingerprint()} for arm in chosen],
+        "api_key_env": endpoint.api_key_env,
+    }
+
+
+async def play_all(
+    todo: list[tuple[Task, Arm]], concurrency: int, player: Player, log: RunFile, on_episode: OnEpisode | None
+) -> None:
+    """Play `todo` with at most `concurrency` episodes in flight, in order, logging each as it ends."""
+    pending = iter(todo)
+    done = 0
+
+    async def worker() -> None:
+        nonlocal done
+        for task, arm in pending:  # one iterator shared by the workers: each takes the next episode
+            episode = await player.play(task, arm)
+            log.append(episode)
+            done += 1
+            if on_episode is not None:
+                on_episode(episode, done, len(todo))
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(todo)))))
+
+
+def plan(provider: Provider, split: str, episodes: int | None) -> list[Task]:
+    """The run's episodes: the split's rows in order (cycling past the last, each round a new `#k` id), or, for
+    an environment without a dataset, `episodes` episodes from an empty row."""
+    try:
+        rows = provider.dataset_rows(split)
+    except NotImplementedError:
+        rows = []
+    if not rows:
+        if episodes is None:
+            raise LookupError(
+                f"{provider.name} has no dataset rows for split {split!r}: say how many episodes to play from an "
+                "empty row with --episodes"
+            )
+        return [Task(f"episode-{index}", index, {}) for index in range(episodes)]
+    ids = [row_id(row, split, index) for index, row in enumerate(rows)]
+    if len(set(ids)) < len(ids):  # rows that share a task id are told apart by their place
+        ids = [f"{split}/{index}" for index in range(len(rows))]
+    count = len(rows) if episodes is None else episodes
+    return [
+        Task(
+            ids[index % len(rows)] + (f"#{index // len(rows)}" if index >= len(rows) else ""),
+            index,
+            rows[index % len(rows)],
+        )
+        for index in range(count)
+    ]
+
+
+def row_id(row: dict[str, Any], split: str, index: int) -> str:
+    """A row's id: its `task_id` or `id` column, else its place in the split."""
+    for key in ("task_id", "id"):
+        value = row.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return str(value)
+    return f"{split}/{index}"
+
+
+def reply_notes(summaries: list[ArmSummary]) -> list[str]:
+    """What the replies say about the server: none carried a parsed tool call, but their text held calls."""
+    calls = sum(summary.calls for summary in summaries)
+    unparsed = sum(summary.faults.get("unparsed_call", 0) for summary in summaries)
+    if calls == 0 and unparsed:
+        return [
+            f"no reply carried a tool call the server parsed, and {unparsed} episodes' replies wrote calls as text: "
+            "the server ignores tools or cannot parse this model's calls (vLLM: --enable-auto-tool-choice "
+            "--tool-call-parser NAME; SGLang: --tool-call-parser NAME; llama.cpp: --jinja); see the README's "
+            "'Evaluate a model'"
+        ]
+    return []
+
+
+def _finite(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return _finite(asdict(value))
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value

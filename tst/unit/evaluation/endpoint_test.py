@@ -1,0 +1,123 @@
+"""`agent_env/evaluation/_endpoint.py`: the endpoint is checked before any episode; the server's faults are retried
+with a bounded backoff, counted against their episode, and end only that episode."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+from agent_env.evaluation import EndpointError
+from tst.unit.evaluation.scripted import Answer, completion, scripted, toy_policy
+
+
+def faulty(position: int, faults: list[Answer]) -> Any:
+    """The toy policy, except that the episode at `position` first meets `faults`, one per request."""
+    met: list[Answer] = list(faults)
+
+    def script(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if body["seed"] == position and met:
+            return met.pop(0)
+        return toy_policy(body)
+
+    return script
+
+
+def episode(report: Any, position: int) -> Any:
+    return next(e for e in report.episodes if e.position == position)
+
+
+def test_a_refused_connection_is_reported_before_any_episode_starts_naming_the_fix(run, tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(EndpointError) as raised:
+        run(f"http://127.0.0.1:{port}/v1")
+    message = str(raised.value)
+    assert message.startswith(f"cannot reach http://127.0.0.1:{port}/v1 (")
+    assert message.endswith("start the server (vllm serve, python -m sglang.launch_server, transformers serve, "
+                            "llama-server) or fix --base-url")  # fmt: skip
+    assert not (tmp_path / "run.jsonl").exists()  # no episode started
+
+
+def test_a_base_url_without_the_api_root_is_refused_saying_to_add_it(run):
+    with scripted(toy_policy) as server, pytest.raises(EndpointError) as raised:
+        run(server.url.removesuffix("/v1"))
+    assert "/models was not found (HTTP 404): --base-url must be the API root, usually ending in /v1" in str(
+        raised.value
+    )
+
+
+def test_a_server_serving_several_models_needs_one_named(run):
+    with scripted(toy_policy, models=("a", "b")) as server:
+        with pytest.raises(EndpointError, match=r"name the model with --model: the server lists 2 \(a, b\)"):
+            run(server.url)
+        report = run(server.url, endpoint={"model": "b"}, episodes=1)
+        assert report.model == "b" and server.requests[0][0]["model"] == "b"
+
+
+def test_a_model_the_server_does_not_list_is_asked_for_with_a_note(run):
+    with scripted(toy_policy, models=("a",)) as server:
+        report = run(server.url, endpoint={"model": "c"}, episodes=1)
+    assert report.notes == ["the server does not list model 'c' (a)"]
+
+
+def test_rate_limits_are_retried_after_what_the_server_asks_and_counted_against_their_episode(run):
+    limited = Answer({"error": {"message": "slow down"}}, status=429, headers={"retry-after-ms": "5"})
+    with scripted(faulty(1, [limited, limited])) as server:
+        report = run(server.url)
+    assert episode(report, 1).faults == {"rate_limited": 2}
+    assert episode(report, 1).reward == pytest.approx(0.3)  # the episode went on
+    assert all(episode(report, p).faults == {} for p in (0, 2, 3))
+    assert report.summaries[0].faults == {"rate_limited": 1}  # episodes touched
+
+
+def test_a_server_error_past_the_retries_ends_its_episode_unscored_and_the_run_goes_on(run):
+    broken = Answer({"error": {"message": "CUDA out of memory"}}, status=503)
+    with scripted(faulty(0, [broken] * 3)) as server:
+        report = run(server.url, endpoint={"max_retries": 2})
+    failed = episode(report, 0)
+    assert (failed.ended_by, failed.reward, failed.faults) == ("error", None, {"server_error": 3})
+    assert failed.error == "gave up after 3 attempts; the last: HTTP 503: CUDA out of memory"
+    summary = report.summaries[0]
+    assert (summary.episodes, summary.failed, summary.reward.n) == (4, 1, 3)
+
+
+def test_a_timeout_is_retried_and_counted(run):
+    slow = Answer(completion("late"), delay=2.0)
+    with scripted(faulty(2, [slow])) as server:
+        report = run(server.url, endpoint={"timeout": 0.3})
+    assert episode(report, 2).faults == {"timeout": 1}
+    assert episode(report, 2).reward == pytest.approx(0.3)
+
+
+def test_a_dropped_connection_is_retried_and_counted(run):
+    with scripted(faulty(3, [Answer(drop=True)])) as server:
+        report = run(server.url)
+    assert episode(report, 3).faults == {"connection": 1}
+    assert episode(report, 3).ended_by == "end_turn"
+
+
+def test_an_empty_choice_list_is_asked_again_and_counted(run):
+    with scripted(faulty(0, [Answer(completion(choices=[]))])) as server:
+        report = run(server.url)
+    assert episode(report, 0).faults == {"empty_choices": 1}
+    assert episode(report, 0).turns == 2
+
+
+def test_a_request_the_server_refuses_is_not_retried_and_ends_its_episode(run):
+    refused = Answer({"error": {"message": "context length exceeded"}}, status=400)
+    with scripted(faulty(1, [refused])) as server:
+        report = run(server.url)
+    failed = episode(report, 1)
+    assert failed.error == "the server refused the request (HTTP 400: context length exceeded)"
+    assert failed.faults == {}
+    assert sum(1 for body, _ in server.requests if body["seed"] == 1) == 1
+
+
+def test_an_answer_that_is_not_a_chat_completion_ends_its_episode(run):
+    with scripted(faulty(1, [Answer("<html>proxy error</html>")])) as server:
+        report = run(server.url)
+    assert episode(report, 1).ended_by == "error"
+    assert str(episode(report, 1).error).startswith("the server's answer is not a chat completion (")

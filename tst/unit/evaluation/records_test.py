@@ -1,0 +1,90 @@
+"""`agent_env/evaluation/_records.py`: the run's JSONL file, written one whole line per episode, and `--resume`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent_env.evaluation import RunFileError
+from tst.unit.evaluation.scripted import Answer, scripted, toy_policy
+
+
+def lines(path: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def failing(position: int) -> Any:
+    def script(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if body["seed"] == position:
+            return Answer({"error": {"message": "overloaded"}}, status=400)
+        return toy_policy(body)
+
+    return script
+
+
+def test_the_file_holds_the_runs_settings_then_one_line_per_episode(run, tmp_path):
+    with scripted(toy_policy) as server:
+        run(server.url, episodes=3)
+    header, *episodes = lines(tmp_path / "run.jsonl")
+    assert header["type"] == "run" and header["environment"] == "ToyDesk" and header["model"] == "scripted"
+    assert header["arms"][0]["name"] == "full" and header["api_key_env"] == "OPENAI_API_KEY"
+    assert sorted(line["episode"] for line in episodes) == ["test/0", "test/1", "test/2"]
+    assert all(line["type"] == "episode" and line["reward"] == pytest.approx(0.3) for line in episodes)
+
+
+def test_a_file_that_holds_a_run_is_not_overwritten_without_resume(run, tmp_path):
+    with scripted(toy_policy) as server:
+        run(server.url, episodes=1)
+        before = (tmp_path / "run.jsonl").read_text()
+        with pytest.raises(
+            RunFileError, match=r"run\.jsonl already holds a run: pass --resume to continue it, or name"
+        ):
+            run(server.url, episodes=1)
+    assert (tmp_path / "run.jsonl").read_text() == before
+
+
+def test_resume_plays_only_what_did_not_finish_and_sums_up_the_whole_run(run, tmp_path):
+    with scripted(failing(1)) as server:
+        first = run(server.url)
+    assert first.summaries[0].failed == 1
+    with scripted(toy_policy) as server:
+        second = run(server.url, resume=True)
+    assert {body["seed"] for body, _ in server.requests} == {1}  # the failed episode only, with its own seed
+    assert (second.played, second.skipped) == (1, 3)
+    summary = second.summaries[0]
+    assert (summary.episodes, summary.failed, summary.reward.n) == (4, 0, 4)
+    episodes = lines(tmp_path / "run.jsonl")[1:]
+    assert [line["ended_by"] for line in episodes if line["episode"] == "test/1"] == ["error", "end_turn"]
+
+
+def test_a_last_line_cut_short_by_a_kill_is_dropped_and_its_episode_played_again(run, tmp_path):
+    with scripted(toy_policy) as server:
+        run(server.url, episodes=2, concurrency=1)
+        path = tmp_path / "run.jsonl"
+        text = path.read_text()
+        cut = text[: text.rindex("\n", 0, len(text) - 1) + 40]  # the second episode's line, 40 bytes of it
+        path.write_text(cut)
+        server.requests.clear()
+        report = run(server.url, episodes=2, concurrency=1, resume=True)
+    assert {body["seed"] for body, _ in server.requests} == {1}
+    assert report.skipped == 1
+    assert [line["episode"] for line in lines(path)[1:]] == ["test/0", "test/1"]
+
+
+def test_resume_refuses_a_file_of_another_run_naming_what_differs(run, tmp_path):
+    with scripted(toy_policy) as server:
+        run(server.url, episodes=1)
+        with pytest.raises(RunFileError) as raised:
+            run(server.url, episodes=1, resume=True, max_turns=4, split="train")
+    assert str(raised.value) == (
+        f'{tmp_path / "run.jsonl"} holds a run with other settings (split "test" there, "train" here, max_turns 10 '
+        "there, 4 here): resume it with the same ones, or name another --out"
+    )
+
+
+def test_resume_refuses_a_file_that_is_no_run(run, tmp_path):
+    (tmp_path / "run.jsonl").write_text('{"hello": 1}\n')
+    with scripted(toy_policy) as server, pytest.raises(RunFileError, match="is not an agent-env eval run"):
+        run(server.url, resume=True)
