@@ -15,6 +15,7 @@ from agent_env.errors import (
     SessionClosedError,
     ToolArgumentError,
     ToolError,
+    ToolFailedError,
     UnknownToolError,
 )
 
@@ -86,6 +87,7 @@ class DatasetNotFoundError(RemoteError, LookupError):
 
 
 HTTP_STATUS: dict[type[AgentEnvError], int] = {
+    ToolFailedError: 500,
     ToolError: 422,
     EpisodeStateError: 409,
     InvalidRequestError: 400,
@@ -107,6 +109,7 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
         ToolError,
         ToolArgumentError,
         UnknownToolError,
+        ToolFailedError,
         EpisodeStateError,
         EpisodeNotStartedError,
         EpisodeEndedError,
