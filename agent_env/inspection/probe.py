@@ -75,8 +75,14 @@ def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") ->
         return [{"role": "user", "content": PLAIN_TURN}]
     row = rows[0]
     prompt: list[dict[str, Any]] = row["prompt"]
-    observation = instance.reset(**row)
-    if not isinstance(observation, str) or not isinstance(prompt[-1].get("content"), str):
+    observation: Any = instance.reset(**row)  # separated from the prompt's text by the instance, as under TRL
+    if observation is None:
         return prompt
-    # TRL concatenates the observation to the last message's text as is, without a separator.
-    return [*prompt[:-1], {**prompt[-1], "content": prompt[-1]["content"] + observation}]
+    # As GRPOTrainer (and AsyncGRPO's rollout worker) append it: to the last message, as is; a text observation
+    # after content parts as one more part.
+    content = prompt[-1]["content"]
+    if isinstance(observation, list) and isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if isinstance(observation, str) and isinstance(content, list):
+        observation = [{"type": "text", "text": observation}]
+    return [*prompt[:-1], {**prompt[-1], "content": content + observation}]
