@@ -1,14 +1,21 @@
-"""uvicorn's HTTP/1.1 protocol with a deadline for request headers, which uvicorn itself does not have.
+"""uvicorn's protocols, mended where a hostile or unlucky client would get past them.
 
-uvicorn closes a keep-alive connection that sends nothing, but a connection that sends its request line and
-headers a byte at a time (or opens and sends nothing at all) is held for ever, and enough of them use up the
-server's sockets. Bodies are timed by the request guard (`Limits.body_timeout`); headers arrive before any ASGI
-app runs, so they are timed here, in the protocol.
+HTTP/1.1 gets a deadline for request headers, which uvicorn itself does not have: uvicorn closes a keep-alive
+connection that sends nothing, but a connection that sends its request line and headers a byte at a time (or opens
+and sends nothing at all) is held for ever, and enough of them use up the server's sockets. Bodies are timed by the
+request guard (`Limits.body_timeout`); headers arrive before any ASGI app runs, so they are timed here.
+
+WebSocket handshakes the guard refuses (401, 403, 421) are answered with a denial response; uvicorn's sans-I/O
+websockets protocol (0.35 and later) sends it but then logs "ASGI callable returned without completing handshake."
+at ERROR for every one, so anyone could fill the log with ERROR lines. `websocket_protocol` gives uvicorn that
+protocol with the denial counted as the end of the handshake, as its wsproto protocol already counts it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from functools import cache
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -59,3 +66,26 @@ class HeaderDeadlineProtocol(H11Protocol):
 def with_header_timeout(seconds: float) -> type[HeaderDeadlineProtocol]:
     """The protocol class to give uvicorn (`http=`) for a header timeout of `seconds`."""
     return type("HeaderDeadlineProtocol", (HeaderDeadlineProtocol,), {"header_timeout": seconds})
+
+
+@cache
+def websocket_protocol() -> type[asyncio.Protocol] | str:
+    """The WebSocket protocol to give uvicorn (`ws=`): its own choice ("auto"), mended where that is the sans-I/O
+    websockets protocol, whose denial responses end the handshake without an ERROR line."""
+    from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
+
+    try:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+    except ImportError:  # uvicorn < 0.35: its websockets protocol ends a denied handshake itself
+        return "auto"
+    if AutoWebSocketsProtocol is not WebSocketsSansIOProtocol:
+        return "auto"
+
+    async def send(self: Any, message: Any) -> None:
+        await WebSocketsSansIOProtocol.send(self, message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+            self.handshake_complete = (
+                True  # the denial is sent and the connection closed: the handshake is over
+            )
+
+    return type("DenialEndsHandshakeProtocol", (WebSocketsSansIOProtocol,), {"send": send})
