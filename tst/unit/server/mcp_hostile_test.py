@@ -123,7 +123,10 @@ BODIES = {
         call_body(b'{"curves": [{"hours": "\\udfff", "points": []}]}'),
         "lone UTF-16 surrogate",
     ),
-    "an integer of 4,299 digits": (call_body(b'{"curves": ' + b"9" * 4_299 + b"}"), "an integer of 4299 digits"),
+    "an integer of 4,299 digits": (
+        call_body(b'{"curves": ' + b"9" * 4_299 + b"}"),
+        "an integer of 4299 digits",
+    ),
 }
 
 
