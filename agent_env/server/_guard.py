@@ -136,6 +136,8 @@ class RequestGuard:
                 "s; send it at once"
             )
             refused = error_response(timeout, status=408, headers={"Connection": "close"})
+        if body.gone:  # no one to answer, and nothing runs on part of a body
+            return
         if refused is not None:
             await refused(scope, receive, send)
             return
@@ -160,19 +162,21 @@ class _BodyReader:
         self.body = bytearray()
         self.tail = bytearray()
         self.size = 0
+        self.gone = False
         self.after: deque[Message] = deque()
 
     async def read(self, receive: Receive, headers: Headers) -> Response | None:
-        """Read the body; None if it is within the limits, else the answer that refuses it."""
+        """Read the body; None if it is within the limits, else the answer that refuses it. A disconnect before the
+        body's end (the client went, or the server is stopping and has answered it) sets `gone`."""
         limit = self.limits.max_body_bytes
         declared = headers.get("content-length")
         if self.rpc is None and declared is not None and declared.isdigit() and int(declared) > limit:
             return self._too_large(drained=False)
         while True:
             message = await receive()
-            if message["type"] != "http.request":
-                self.after.append(message)
-                break
+            if message["type"] != "http.request":  # http.disconnect
+                self.gone = True
+                return None
             self._take(message.get("body", b""), limit)
             if self.rpc is None and self.size > limit:
                 return self._too_large(drained=False)

@@ -5,6 +5,11 @@ connection that sends nothing, but a connection that sends its request line and 
 and sends nothing at all) is held for ever, and enough of them use up the server's sockets. Bodies are timed by the
 request guard (`Limits.body_timeout`); headers arrive before any ASGI app runs, so they are timed here.
 
+At shutdown uvicorn gives requests in flight its graceful time, then cancels them; a request whose body is still
+arriving has not run yet, but it held the shutdown that long and then logged a `CancelledError` traceback. It is
+answered 503 at once instead (the client sends it again once the server is back), so a slow body never holds up
+a shutdown.
+
 WebSocket handshakes the guard refuses (401, 403, 421) are answered with a denial response; uvicorn's sans-I/O
 websockets protocol (0.35 and later) sends it but then logs "ASGI callable returned without completing handshake."
 at ERROR for every one, so anyone could fill the log with ERROR lines. `websocket_protocol` gives uvicorn that
@@ -14,16 +19,25 @@ protocol with the denial counted as the end of the handshake, as its wsproto pro
 from __future__ import annotations
 
 import asyncio
+import json
 from functools import cache
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from agent_env.server.errors import ServerUnavailableError
+
+SHUTTING_DOWN = (
+    "the server is shutting down: its request body had not all arrived, so nothing of it ran; send it again"
+)
+"""The message of the 503 a request whose body is still arriving gets at shutdown."""
+
 
 class HeaderDeadlineProtocol(H11Protocol):
     """uvicorn's h11 protocol, closing a connection whose request headers are not all in within `header_timeout`
-    seconds of the connection being made or of the request's first byte."""
+    seconds of the connection being made or of the request's first byte, and answering 503 at shutdown to a
+    request whose body is still arriving."""
 
     header_timeout: float = 10.0
     _deadline: asyncio.TimerHandle | None = None
@@ -44,6 +58,27 @@ class HeaderDeadlineProtocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        cycle = self.cycle
+        if cycle is None or cycle.response_started or self.conn.their_state is not h11.SEND_BODY:
+            super().shutdown()  # idle: closed now; a request that has run (or is running): its graceful time
+            return
+        error = {"error": {"code": ServerUnavailableError.code, "message": SHUTTING_DOWN}}
+        body = json.dumps(error, separators=(",", ":")).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        answer = self.conn.send(h11.Response(status_code=503, headers=headers, reason=b"Service Unavailable"))
+        answer += self.conn.send(h11.Data(data=body)) + self.conn.send(h11.EndOfMessage())
+        self.transport.write(answer)
+        cycle.response_started = cycle.response_complete = True
+        cycle.disconnected = True  # the app reads http.disconnect, and runs nothing
+        cycle.message_event.set()
+        self.logger.info("agent_env: answered 503 to a request whose body was still arriving at shutdown")
+        self.transport.close()
 
     def _arm(self) -> None:
         if self._deadline is None:
