@@ -119,8 +119,7 @@ def websocket_protocol() -> type[asyncio.Protocol] | str:
     async def send(self: Any, message: Any) -> None:
         await WebSocketsSansIOProtocol.send(self, message)
         if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
-            self.handshake_complete = (
-                True  # the denial is sent and the connection closed: the handshake is over
-            )
+            # the denial is sent and the connection closed: the handshake is over
+            self.handshake_complete = True
 
     return type("DenialEndsHandshakeProtocol", (WebSocketsSansIOProtocol,), {"send": send})
