@@ -167,7 +167,8 @@ class _BodyReader:
 
     async def read(self, receive: Receive, headers: Headers) -> Response | None:
         """Read the body; None if it is within the limits, else the answer that refuses it. A disconnect before the
-        body's end (the client went, or the server is stopping and has answered it) sets `gone`."""
+        body's end (the client went, or the server is stopping and has answered it) sets `gone`; one after it (a
+        request without a body included, such as a DELETE sent before the client hung up) is the app's to see."""
         limit = self.limits.max_body_bytes
         declared = headers.get("content-length")
         if self.rpc is None and declared is not None and declared.isdigit() and int(declared) > limit:
@@ -175,8 +176,11 @@ class _BodyReader:
         while True:
             message = await receive()
             if message["type"] != "http.request":  # http.disconnect
-                self.gone = True
-                return None
+                if not _arrived(headers, self.size):
+                    self.gone = True
+                    return None
+                self.after.append(message)
+                break
             self._take(message.get("body", b""), limit)
             if self.rpc is None and self.size > limit:
                 return self._too_large(drained=False)
@@ -226,6 +230,14 @@ class _BodyReader:
         if self.rpc is not None:
             return refused_rpc(head, tail, message, self.rpc)
         return Refusal(RequestTooLargeError(message), 413).response()
+
+
+def _arrived(headers: Headers, size: int) -> bool:
+    """Whether a body of `size` bytes is the whole body the headers announce (none, when they announce none)."""
+    declared = headers.get("content-length")
+    if declared is not None and declared.strip().isdigit():
+        return size >= int(declared)
+    return "transfer-encoding" not in headers  # chunked: its end was not seen
 
 
 def json_values(body: bytes) -> int:

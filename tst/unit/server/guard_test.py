@@ -262,3 +262,24 @@ async def test_a_client_that_goes_before_its_body_has_all_arrived_runs_nothing_a
     }
     await RequestGuard(app, Limits())(scope, receive, send)
     assert reached == [] and sent == []  # before, the app got `{"seed": ` as if it were the whole body
+
+
+async def test_a_request_without_a_body_whose_client_hung_up_still_runs():
+    reached: list[dict] = []
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        reached.append(await receive())
+
+    async def receive() -> dict:
+        return {
+            "type": "http.disconnect"
+        }  # uvicorn's answer once the client is gone, whatever arrived before
+
+    async def send(message: dict) -> None:
+        pass
+
+    scope = {"type": "http", "method": "DELETE", "path": "/mcp", "headers": [(b"host", b"127.0.0.1")]}
+    await RequestGuard(app, Limits())(scope, receive, send)
+    assert reached == [
+        {"type": "http.request", "body": b"", "more_body": False}
+    ]  # a DELETE /mcp ends its session
