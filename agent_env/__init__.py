@@ -11,6 +11,7 @@ from agent_env.errors import (
     ToolArgumentError,
     ToolDefinitionError,
     ToolError,
+    ToolFailedError,
     UnknownToolError,
 )
 from agent_env.session import LocalProvider, LocalSession, Session
@@ -31,6 +32,7 @@ __all__ = [
     "ToolArgumentError",
     "ToolDefinitionError",
     "ToolError",
+    "ToolFailedError",
     "ToolSet",
     "UnknownToolError",
     "tool",

@@ -23,6 +23,16 @@ class ToolError(AgentEnvError, ValueError):
     code = "tool_error"
 
 
+class ToolFailedError(ToolError):
+    """A tool raised an exception that is not agent_env's (a bug, or a service it needs that is down).
+
+    The model reads the same text for it wherever the episode runs ("tool 'lend' failed: Exception: database
+    down"), as the result of a call that failed; the traceback, and where it ran, go to the log.
+    """
+
+    code = "tool_failed"
+
+
 class ToolArgumentError(ToolError):
     """A tool call's arguments break the tool's published input schema."""
 
@@ -60,9 +70,17 @@ class EpisodeNotStartedError(EpisodeStateError):
 
 
 class EpisodeEndedError(EpisodeStateError):
-    """A tool was called after the episode ended; only `reset` starts a new one."""
+    """A tool was called after the episode ended; only `reset` starts a new one.
+
+    Its message is for the model, which cannot start an episode, so it says only that the episode has ended; how
+    the session's user starts another (`start_hint`) is a note, which a traceback shows and `str(error)` leaves out.
+    """
 
     code = "episode_ended"
+
+    def __init__(self, message: str, *, start_hint: str = "call reset(...)") -> None:
+        super().__init__(message)
+        self.add_note(f"{start_hint} to start another episode")
 
 
 class SessionClosedError(EpisodeStateError):

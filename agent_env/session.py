@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import numbers
 import reprlib
@@ -18,8 +19,17 @@ from pydantic import BaseModel
 from agent_env._loop import run_sync
 from agent_env._rows import check_row, dataset_rows
 from agent_env.environment import Environment, EnvironmentSource, environment_class_of, source_of
-from agent_env.errors import EpisodeEndedError, EpisodeNotStartedError, RewardError, SessionClosedError
+from agent_env.errors import (
+    AgentEnvError,
+    EpisodeEndedError,
+    EpisodeNotStartedError,
+    RewardError,
+    SessionClosedError,
+    ToolFailedError,
+)
 from agent_env.tools import END_TURN, Tool
+
+logger = logging.getLogger("agent_env.session")
 
 
 class Session(ABC):
@@ -45,6 +55,7 @@ class Session(ABC):
         Raises:
             ToolArgumentError: The arguments break the published schema; nothing changed.
             UnknownToolError: No tool has that name.
+            ToolFailedError: The tool raised an exception that is not agent_env's.
             EpisodeStateError: No episode is running (before `reset`, or after it ended).
         """
 
@@ -92,12 +103,17 @@ class LocalSession(Session):
         start_hint: How the session's user starts an episode, as its messages say it ("call reset(...)"; a
             server whose clients start episodes another way says theirs, so no message names a call they
             cannot make).
+        where: Where the session runs, as its log lines say it (a server names the episode and its host); never
+            in what the model reads.
     """
 
-    def __init__(self, environment: Environment, *, start_hint: str = START_HINT) -> None:
+    def __init__(
+        self, environment: Environment, *, start_hint: str = START_HINT, where: str = "in process"
+    ) -> None:
         self.environment = environment
         self.state = EpisodeState.NEW
         self.start_hint = start_hint
+        self.where = where
         self._ended_by = "end_turn was called"
 
     def tools(self) -> list[dict[str, Any]]:
@@ -113,16 +129,26 @@ class LocalSession(Session):
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
         tool, kwargs = self._prepare(name, arguments)
-        result = tool.function(self.environment, **kwargs)
-        if tool.is_async:
-            result = run_sync(result)
+        try:
+            result = tool.function(self.environment, **kwargs)
+            if tool.is_async:
+                result = run_sync(result)
+        except AgentEnvError:
+            raise
+        except Exception as error:
+            raise self._failed(tool, error) from error
         return self._finish(tool, result)
 
     async def acall_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
         tool, kwargs = self._prepare(name, arguments)
-        result = tool.function(self.environment, **kwargs)
-        if tool.is_async:
-            result = await result
+        try:
+            result = tool.function(self.environment, **kwargs)
+            if tool.is_async:
+                result = await result
+        except AgentEnvError:
+            raise
+        except Exception as error:
+            raise self._failed(tool, error) from error
         return self._finish(tool, result)
 
     def is_async(self, name: str) -> bool:
@@ -147,6 +173,17 @@ class LocalSession(Session):
         tool = type(self.environment).tools.resolve(name)
         self._require_running(name)
         return tool, tool.bind(arguments)
+
+    def _failed(self, tool: Tool, error: Exception) -> ToolFailedError:
+        """The error a tool that raised `error` (not an agent_env error) fails with; its traceback goes to the log."""
+        logger.error(
+            "agent_env: tool %r of %s failed %s",
+            tool.name,
+            type(self.environment).__name__,
+            self.where,
+            exc_info=error,
+        )
+        return ToolFailedError(tool_failure(tool.name, error))
 
     def _finish(self, tool: Tool, result: Any) -> str:
         if tool.name == END_TURN:
@@ -175,10 +212,18 @@ def require_running(state: EpisodeState, name: str, *, ended_by: str, start_hint
         raise EpisodeNotStartedError(
             f"tool '{name}' was called before the episode started: {start_hint} first"
         )
-    if state is EpisodeState.ENDED:
+    if state is EpisodeState.ENDED:  # the model reads this: it can make no call that starts another episode
         raise EpisodeEndedError(
-            f"tool '{name}' was called after the episode ended ({ended_by}); {start_hint} to start another"
+            f"tool '{name}' was not run: the episode has ended ({ended_by}) and takes no more calls",
+            start_hint=start_hint,
         )
+
+
+def tool_failure(name: str, error: Exception) -> str:
+    """What the model reads when tool `name` raised `error`, an exception that is not agent_env's: the same text
+    wherever the episode runs."""
+    detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return f"tool '{name}' failed: {detail}"
 
 
 def nothing_to_score(start_hint: str = START_HINT) -> EpisodeNotStartedError:

@@ -8,6 +8,9 @@ Three figures, each from the GridSim desk served by uvicorn in a subprocess on a
   the same polling with no bodies in the same run (the ratio is the stall the bodies cause);
 - CPU: the worst call the desk's published schema lets through (every array at its `maxItems`), timed in process
   with `time.process_time`, both one the desk refuses (overlapping hours) and one it books.
+- big integers: the red team's body (950 integers of 4,299 digits, 4.1 MB, within both limits), eight at a time,
+  with /health polled as above; and in process, the CPU `read_json` takes to refuse one against what `json.loads`
+  takes to convert it (what the server paid before it refused integers past `MAX_INTEGER_DIGITS`).
 
 When the server takes `max_body_values`, the memory and latency figures are also measured with that limit lifted,
 so the body is parsed and reaches the desk's validator (what the worker threads then hold is what is measured).
@@ -44,6 +47,29 @@ def dense_body(limit: int = 4 * MIB, pair: bytes = b"[0,0]") -> bytes:
     """Just under `limit` bytes of `{"curves": [[0, 0], ...]}`: about 700,000 small arrays the schema refuses."""
     count = (limit - 64) // (len(pair) + 1)
     return b'{"curves":[' + b",".join([pair] * count) + b"]}"
+
+
+def big_integers(count: int = 950, digits: int = 4_299) -> bytes:
+    """`{"curves": [...]}` holding `count` integers of `digits` digits: Python converts each at a cost that grows with
+    the square of its length, holding the GIL, and 4,299 is just within its own limit (4,300)."""
+    return b'{"curves":[' + b",".join([b"9" * digits] * count) + b"]}"
+
+
+def integer_cpu(body: bytes, repeats: int = 5) -> tuple[float, float]:
+    """CPU ms to read `body` with `read_json` (which refuses it) and with `json.loads` (which converts it); best of
+    `repeats`."""
+    from agent_env.server._json import NotJsonError, read_json
+
+    def cpu(read: Any) -> float:
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.process_time()
+            with contextlib.suppress(NotJsonError):
+                read(body)
+            best = min(best, time.process_time() - started)
+        return best * 1e3
+
+    return cpu(read_json), cpu(json.loads)
 
 
 def at_the_values_limit(values: int = DEFAULT_MAX_BODY_VALUES) -> bytes:
@@ -88,11 +114,13 @@ async def poll_health(client: httpx.AsyncClient, stop: asyncio.Event, latencies:
         await asyncio.sleep(0.02)
 
 
-async def health_latency(url: str, body: bytes) -> dict[str, float]:
-    """/health latency (ms) alone for 2 s, then while four clients send `LATENCY_ROUNDS` bodies each."""
+async def health_latency(url: str, body: bytes, at_once: int = AT_ONCE) -> dict[str, float]:
+    """/health latency (ms) alone for 2 s, then while `at_once` clients send `LATENCY_ROUNDS` bodies each."""
     async with (
         httpx.AsyncClient(base_url=url, timeout=120) as poller,
-        httpx.AsyncClient(base_url=url, timeout=120, limits=httpx.Limits(max_connections=8)) as senders,
+        httpx.AsyncClient(
+            base_url=url, timeout=120, limits=httpx.Limits(max_connections=max(8, at_once))
+        ) as senders,
     ):
         episode = await open_episode(senders)
         path = f"/episodes/{episode}/tools/check_offers"
@@ -110,7 +138,7 @@ async def health_latency(url: str, body: bytes) -> dict[str, float]:
         loaded: list[float] = []
         stop = asyncio.Event()
         polling = asyncio.create_task(poll_health(poller, stop, loaded))
-        await asyncio.gather(*(send_rounds() for _ in range(AT_ONCE)))
+        await asyncio.gather(*(send_rounds() for _ in range(at_once)))
         stop.set()
         await polling
     return {
@@ -119,6 +147,7 @@ async def health_latency(url: str, body: bytes) -> dict[str, float]:
         "loaded_p50": statistics.median(loaded) * 1e3,
         "loaded_max": max(loaded) * 1e3,
         "polls": len(loaded),
+        "at_once": at_once,
     }
 
 
@@ -185,7 +214,7 @@ def report_flood(label: str, figures: dict[str, float]) -> None:
 def report_latency(label: str, figures: dict[str, float]) -> None:
     print(
         f"  {label}: /health p50 {figures['loaded_p50']:.1f} ms, max {figures['loaded_max']:.0f} ms under "
-        f"{AT_ONCE} concurrent bodies ({figures['polls']:.0f} polls); alone p50 {figures['quiet_p50']:.1f} ms, "
+        f"{figures['at_once']:.0f} concurrent bodies ({figures['polls']:.0f} polls); alone p50 {figures['quiet_p50']:.1f} ms, "
         f"max {figures['quiet_max']:.0f} ms; max ratio {figures['loaded_max'] / figures['quiet_max']:.1f}x"
     )
 
@@ -209,6 +238,15 @@ def main() -> None:
         report_latency(
             f"latency, bodies at the values limit ({len(densest) / 1024:.0f} KiB of float pairs)", figures
         )
+    integers = big_integers()
+    with served("gridsim-desk") as (url, _):
+        figures = asyncio.run(health_latency(url, integers, at_once=8))
+    report_latency(f"latency, {len(integers) / MIB:.1f} MiB of 950 integers of 4,299 digits", figures)
+    refused, converted = integer_cpu(integers)
+    print(
+        f"  CPU to read one such body: {refused:.2f} ms for read_json to refuse it, {converted:.0f} ms for "
+        f"json.loads to convert it ({converted / refused:.0f}x)"
+    )
     worst = worst_desk_calls()
     print(
         f"a {worst['huge_bytes'] / MIB:.1f} MiB check_offers (one curve, HE01 listed 1.8 million times): "

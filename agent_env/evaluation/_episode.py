@@ -25,6 +25,7 @@ from agent_env.evaluation._messages import tool_message
 from agent_env.inspection.probe import opening
 from agent_env.session import Provider, Session
 from agent_env.tools import END_TURN
+from agent_env.training.trl import own_paragraph
 
 ENDINGS = ("end_turn", "no_tool_calls", "max_turns", "error")
 """How an episode can end."""
@@ -146,7 +147,7 @@ class Player:
         try:
             session = opened = await self._blocking(self.provider.open)
             observation = await self._blocking(lambda: opened.reset(**task.row))
-            record.transcript = opening(task.row.get("prompt"), observation)
+            record.transcript = opening(task.row.get("prompt"), own_paragraph(observation, task.row))
             record.ended_by = await self._turns(opened, arm, task, record, faults)
             record.reward = float(await self._blocking(opened.reward))
         except RequestFailedError as error:

@@ -74,16 +74,24 @@ def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") ->
     if not rows or not isinstance(rows[0].get("prompt"), list):
         return [{"role": "user", "content": PLAIN_TURN}]
     row = rows[0]
-    return opening(row["prompt"], instance.reset(**row))
+    return opening(
+        row["prompt"], instance.reset(**row)
+    )  # the instance separates it from the prompt, as under TRL
 
 
 def opening(prompt: Any, observation: Any) -> list[dict[str, Any]]:
     """The conversation a rollout starts from: a row's `prompt` with the `reset` observation appended to its last
-    message's text, as TRL does; without a prompt, one user turn of the observation (or a plain one)."""
+    message as GRPOTrainer (and AsyncGRPO's rollout worker) append it: to its text as is (the observation brings its
+    own separation: `agent_env.training.trl.own_paragraph`), or after content parts as one more part; without a
+    prompt, one user turn of the observation (or a plain one)."""
     if not isinstance(prompt, list) or not prompt:
         text = observation if isinstance(observation, str) and observation else PLAIN_TURN
         return [{"role": "user", "content": text}]
-    if not isinstance(observation, str) or not isinstance(prompt[-1].get("content"), str):
+    if observation is None:
         return list(prompt)
-    # TRL concatenates the observation to the last message's text as is, without a separator.
-    return [*prompt[:-1], {**prompt[-1], "content": prompt[-1]["content"] + observation}]
+    content = prompt[-1]["content"]
+    if isinstance(observation, list) and isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if isinstance(observation, str) and isinstance(content, list):
+        observation = [{"type": "text", "text": observation}]
+    return [*prompt[:-1], {**prompt[-1], "content": content + observation}]

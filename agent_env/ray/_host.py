@@ -223,9 +223,10 @@ class EpisodeHost:
 
     async def _build(self, episode: HostedEpisode) -> LocalSession:
         environment, config = self.environment, self.settings.config
+        where = f"in episode {episode.id} on Ray actor {self.name!r}"
 
         def build() -> LocalSession:
-            return LocalSession(environment(**config))
+            return LocalSession(environment(**config), where=where)
 
         try:
             return await self._run(episode, build, f"building {environment.__name__}")

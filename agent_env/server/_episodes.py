@@ -250,7 +250,11 @@ class EpisodeRegistry:
 
     async def _build(self, episode: Episode) -> LocalSession:
         def build() -> LocalSession:
-            return LocalSession(self.environment(**self.config), start_hint=episode.surface.start_hint)
+            return LocalSession(
+                self.environment(**self.config),
+                start_hint=episode.surface.start_hint,
+                where=f"in served episode {episode.id}",
+            )
 
         try:
             return await self._run(episode, build, f"building {self.environment.__name__}")

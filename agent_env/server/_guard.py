@@ -136,6 +136,8 @@ class RequestGuard:
                 "s; send it at once"
             )
             refused = error_response(timeout, status=408, headers={"Connection": "close"})
+        if body.gone:  # no one to answer, and nothing runs on part of a body
+            return
         if refused is not None:
             await refused(scope, receive, send)
             return
@@ -160,17 +162,23 @@ class _BodyReader:
         self.body = bytearray()
         self.tail = bytearray()
         self.size = 0
+        self.gone = False
         self.after: deque[Message] = deque()
 
     async def read(self, receive: Receive, headers: Headers) -> Response | None:
-        """Read the body; None if it is within the limits, else the answer that refuses it."""
+        """Read the body; None if it is within the limits, else the answer that refuses it. A disconnect before the
+        body's end (the client went, or the server is stopping and has answered it) sets `gone`; one after it (a
+        request without a body included, such as a DELETE sent before the client hung up) is the app's to see."""
         limit = self.limits.max_body_bytes
         declared = headers.get("content-length")
         if self.rpc is None and declared is not None and declared.isdigit() and int(declared) > limit:
             return self._too_large(drained=False)
         while True:
             message = await receive()
-            if message["type"] != "http.request":
+            if message["type"] != "http.request":  # http.disconnect
+                if not _arrived(headers, self.size):
+                    self.gone = True
+                    return None
                 self.after.append(message)
                 break
             self._take(message.get("body", b""), limit)
@@ -222,6 +230,14 @@ class _BodyReader:
         if self.rpc is not None:
             return refused_rpc(head, tail, message, self.rpc)
         return Refusal(RequestTooLargeError(message), 413).response()
+
+
+def _arrived(headers: Headers, size: int) -> bool:
+    """Whether a body of `size` bytes is the whole body the headers announce (none, when they announce none)."""
+    declared = headers.get("content-length")
+    if declared is not None and declared.strip().isdigit():
+        return size >= int(declared)
+    return "transfer-encoding" not in headers  # chunked: its end was not seen
 
 
 def json_values(body: bytes) -> int:

@@ -36,6 +36,7 @@ from agent_env.server._bindings import MCP, SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._http import MCP_SESSION_HEADER, error_response
 from agent_env.server._json import NotJsonError, parse_json, read_json
+from agent_env.server._jsonrpc import invalid_id
 from agent_env.server._limits import Limits
 from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, ResetError, ServerUnavailableError
 
@@ -174,11 +175,17 @@ class McpEndpoint:
         if scope.get("method") == "POST":
             body, receive = await _buffered(receive)
             try:
-                await parse_json(body)  # the SDK's parser would keep the last of two equal keys and take NaN
+                message = await parse_json(
+                    body
+                )  # the SDK's parser would keep the last of two equal keys, take NaN
             except NotJsonError as error:
                 await _parse_error(f"Parse error: the body is not standard JSON: {error}")(
                     scope, receive, send
                 )
+                return
+            refused = invalid_id(message)  # the SDK would take the request for a notification and drop it
+            if refused is not None:
+                await refused(scope, receive, send)
                 return
         mcp_session_id = Headers(scope=scope).get(MCP_SESSION_HEADER)
         with self.sessions.in_use(mcp_session_id):  # the SDK's idle clock runs from a session's last request

@@ -1,22 +1,43 @@
-"""uvicorn's HTTP/1.1 protocol with a deadline for request headers, which uvicorn itself does not have.
+"""uvicorn's protocols, mended where a hostile or unlucky client would get past them.
 
-uvicorn closes a keep-alive connection that sends nothing, but a connection that sends its request line and
-headers a byte at a time (or opens and sends nothing at all) is held for ever, and enough of them use up the
-server's sockets. Bodies are timed by the request guard (`Limits.body_timeout`); headers arrive before any ASGI
-app runs, so they are timed here, in the protocol.
+HTTP/1.1 gets a deadline for request headers, which uvicorn itself does not have: uvicorn closes a keep-alive
+connection that sends nothing, but a connection that sends its request line and headers a byte at a time (or opens
+and sends nothing at all) is held for ever, and enough of them use up the server's sockets. Bodies are timed by the
+request guard (`Limits.body_timeout`); headers arrive before any ASGI app runs, so they are timed here.
+
+At shutdown uvicorn gives requests in flight its graceful time, then cancels them; a request whose body is still
+arriving has not run yet, but it held the shutdown that long and then logged a `CancelledError` traceback. It is
+answered 503 at once instead (the client sends it again once the server is back), so a slow body never holds up
+a shutdown.
+
+WebSocket handshakes the guard refuses (401, 403, 421) are answered with a denial response; uvicorn's sans-I/O
+websockets protocol (0.35 and later) sends it but then logs "ASGI callable returned without completing handshake."
+at ERROR for every one, so anyone could fill the log with ERROR lines. `websocket_protocol` gives uvicorn that
+protocol with the denial counted as the end of the handshake, as its wsproto protocol already counts it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+from functools import cache
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from agent_env.server.errors import ServerUnavailableError
+
+SHUTTING_DOWN = (
+    "the server is shutting down: its request body had not all arrived, so nothing of it ran; send it again"
+)
+"""The message of the 503 a request whose body is still arriving gets at shutdown."""
+
 
 class HeaderDeadlineProtocol(H11Protocol):
     """uvicorn's h11 protocol, closing a connection whose request headers are not all in within `header_timeout`
-    seconds of the connection being made or of the request's first byte."""
+    seconds of the connection being made or of the request's first byte, and answering 503 at shutdown to a
+    request whose body is still arriving."""
 
     header_timeout: float = 10.0
     _deadline: asyncio.TimerHandle | None = None
@@ -37,6 +58,27 @@ class HeaderDeadlineProtocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        cycle = self.cycle
+        if cycle is None or cycle.response_started or self.conn.their_state is not h11.SEND_BODY:
+            super().shutdown()  # idle: closed now; a request that has run (or is running): its graceful time
+            return
+        error = {"error": {"code": ServerUnavailableError.code, "message": SHUTTING_DOWN}}
+        body = json.dumps(error, separators=(",", ":")).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        answer = self.conn.send(h11.Response(status_code=503, headers=headers, reason=b"Service Unavailable"))
+        answer += self.conn.send(h11.Data(data=body)) + self.conn.send(h11.EndOfMessage())
+        self.transport.write(answer)
+        cycle.response_started = cycle.response_complete = True
+        cycle.disconnected = True  # the app reads http.disconnect, and runs nothing
+        cycle.message_event.set()
+        self.logger.info("agent_env: answered 503 to a request whose body was still arriving at shutdown")
+        self.transport.close()
 
     def _arm(self) -> None:
         if self._deadline is None:
@@ -59,3 +101,25 @@ class HeaderDeadlineProtocol(H11Protocol):
 def with_header_timeout(seconds: float) -> type[HeaderDeadlineProtocol]:
     """The protocol class to give uvicorn (`http=`) for a header timeout of `seconds`."""
     return type("HeaderDeadlineProtocol", (HeaderDeadlineProtocol,), {"header_timeout": seconds})
+
+
+@cache
+def websocket_protocol() -> type[asyncio.Protocol] | str:
+    """The WebSocket protocol to give uvicorn (`ws=`): its own choice ("auto"), mended where that is the sans-I/O
+    websockets protocol, whose denial responses end the handshake without an ERROR line."""
+    from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
+
+    try:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+    except ImportError:  # uvicorn < 0.35: its websockets protocol ends a denied handshake itself
+        return "auto"
+    if AutoWebSocketsProtocol is not WebSocketsSansIOProtocol:
+        return "auto"
+
+    async def send(self: Any, message: Any) -> None:
+        await WebSocketsSansIOProtocol.send(self, message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+            # the denial is sent and the connection closed: the handshake is over
+            self.handshake_complete = True
+
+    return type("DenialEndsHandshakeProtocol", (WebSocketsSansIOProtocol,), {"send": send})

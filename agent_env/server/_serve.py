@@ -119,9 +119,10 @@ def announcement(
 
 
 def uvicorn_options(header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> dict[str, Any]:
-    """How `serve` runs an app under uvicorn: its lifespan on, 5 s for requests in flight at shutdown, and uvicorn's
-    h11 protocol with a deadline for request headers (uvicorn has none)."""
-    from agent_env.server._protocol import with_header_timeout
+    """How `serve` runs an app under uvicorn: its lifespan on, 5 s for requests in flight at shutdown, uvicorn's
+    h11 protocol with a deadline for request headers (uvicorn has none), and its WebSocket protocol ending a
+    refused handshake without logging an error."""
+    from agent_env.server._protocol import websocket_protocol, with_header_timeout
 
     if not (math.isfinite(header_timeout) and header_timeout > 0):
         raise ValueError(
@@ -131,6 +132,7 @@ def uvicorn_options(header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> dict[str,
         "lifespan": "on",
         "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN,
         "http": with_header_timeout(header_timeout),
+        "ws": websocket_protocol(),
     }
 
 

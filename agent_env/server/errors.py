@@ -17,6 +17,7 @@ from agent_env.errors import (
     SessionClosedError,
     ToolArgumentError,
     ToolError,
+    ToolFailedError,
     UnknownToolError,
 )
 
@@ -94,6 +95,7 @@ class RowNotFoundError(RemoteError, LookupError):
 
 
 HTTP_STATUS: dict[type[AgentEnvError], int] = {
+    ToolFailedError: 500,
     ToolError: 422,
     EpisodeStateError: 409,
     InvalidRequestError: 400,
@@ -118,6 +120,7 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
         ToolError,
         ToolArgumentError,
         UnknownToolError,
+        ToolFailedError,
         EpisodeStateError,
         EpisodeNotStartedError,
         EpisodeEndedError,

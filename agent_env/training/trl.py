@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from agent_env.schema import fingerprint
@@ -49,12 +50,39 @@ class TRLEnvironment:
                 setattr(self, name, SchemaTool(published, session.call_tool, shown=shown))
 
     def reset(self, **row: Any) -> str | None:
-        """Start an episode from a dataset row; returns the observation TRL appends to the prompt."""
-        return self._session.reset(**row)
+        """Start an episode from a dataset row; returns the observation TRL appends to the prompt, as a paragraph
+        of its own (see `own_paragraph`)."""
+        return own_paragraph(self._session.reset(**row), row)
 
     def get_reward(self) -> float:
         """The episode's reward (ending the episode first if the model never called end_turn)."""
         return self._session.reward()
+
+
+def own_paragraph(observation: str | None, row: Mapping[str, Any]) -> str | None:
+    """`observation`, starting a paragraph of its own after the text of the row's prompt.
+
+    TRL appends `reset`'s observation to the last message of the row's `prompt` with no separator (as one more text
+    part when that message is a list of parts, which templates join with none), so "Trade today." and "Submit
+    offers" would read "Trade today.Submit offers" under every template. A blank line goes between them, counting
+    the line breaks either side already has. With no prompt text before it (a row without a `prompt`, whose
+    observation TRL makes the whole first message), the observation is left as it is.
+    """
+    before = _last_text(row.get("prompt"))
+    if not isinstance(observation, str) or not observation or not before:
+        return observation
+    breaks = len(before) - len(before.rstrip("\n")) + len(observation) - len(observation.lstrip("\n"))
+    return "\n" * max(0, 2 - breaks) + observation
+
+
+def _last_text(prompt: Any) -> str:
+    """The text TRL appends an observation after: the last message's content, or its last part's text."""
+    if not isinstance(prompt, list) or not prompt or not isinstance(prompt[-1], dict):
+        return ""
+    content = prompt[-1].get("content")
+    if isinstance(content, list) and content and isinstance(content[-1], dict):
+        content = content[-1].get("text")
+    return content if isinstance(content, str) else ""
 
 
 _classes: dict[tuple[str, str, str], type[TRLEnvironment]] = {}

@@ -16,6 +16,7 @@ from agent_env import (
     SessionClosedError,
     ToolArgumentError,
     ToolError,
+    ToolFailedError,
     UnknownToolError,
 )
 from agent_env.errors import AgentEnvError, RewardError
@@ -26,6 +27,10 @@ from tst.data.toy import ToyDesk
 
 WITHOUT_DATASETS = {"openenv"}
 """Providers whose wire carries no datasets (OpenEnv's /ws): their `dataset_rows` says so instead."""
+
+WITHOUT_ERROR_CODES = {"openenv"}
+"""Providers whose wire names no error class (OpenEnv's calls fail as `execution_error`, whatever the tool raised):
+their tool errors arrive as `ToolError`, with the same message."""
 
 CURVE = {"hours": "HE07-HE10", "points": [[-50, 20], [50, 40]]}
 BAD = {"curves": [CURVE, {"hours": [25], "points": [[0, 1], [1, "x"]]}], "as_offers": [{"product": "reg"}]}
@@ -92,10 +97,31 @@ def test_calls_before_reset_are_refused(provider):
 
 def test_calls_after_end_turn_are_refused_until_the_next_reset(session):
     session.call_tool("end_turn", {})
-    with pytest.raises(EpisodeEndedError, match="after the episode ended"):
+    with pytest.raises(EpisodeEndedError) as raised:
         session.call_tool("battery_status", {})
+    # the model reads this (TRL counts the call as failed): it names no call the model cannot make
+    assert str(raised.value) == (
+        "tool 'battery_status' was not run: the episode has ended (end_turn was called) and takes no more calls"
+    )
+    assert raised.value.__notes__ == ["call reset(...) to start another episode"]  # for the session's user
     session.reset()
     assert session.call_tool("battery_status", {})
+
+
+def test_a_tool_that_raises_reads_the_same_wherever_the_episode_runs(provider, request):
+    with provider.open() as session:
+        session.reset(down=["battery", "notes"])
+        with pytest.raises(ToolError) as plain:
+            session.call_tool("battery_status", {})
+        with pytest.raises(ToolError) as awaited:
+            session.call_tool("write_note", {"text": "a"})
+        assert session.call_tool("submit_offers", {"curves": [CURVE]}) == "accepted 1 curves and 0 AS offers"
+    assert (
+        str(plain.value) == "tool 'battery_status' failed: ConnectionError: the battery's telemetry is down"
+    )
+    assert str(awaited.value) == "tool 'write_note' failed: OSError: the note store is down"
+    if request.node.callspec.params["provider"] not in WITHOUT_ERROR_CODES:
+        assert type(plain.value) is ToolFailedError and type(awaited.value) is ToolFailedError
 
 
 def test_reading_the_reward_ends_a_running_episode(session):

@@ -40,6 +40,7 @@ class ToyDesk(Environment):
         self.book: list[Curve] = []
         self.offers: list[ASOffer] = []
         self.notes: list[str] = []
+        self.down: set[str] = set()
 
     @property
     def expensive(self) -> int:  # stands for a property that must never be evaluated by tool discovery
@@ -49,6 +50,9 @@ class ToyDesk(Environment):
     def reset(self, **row: Any) -> str:
         self.book, self.offers, self.notes = [], [], []
         self.scored_as = (row["scored_as"],) if "scored_as" in row else ()
+        self.down = set(
+            row.get("down", ())
+        )  # services a row takes down ("battery", "notes"): tools that then raise
         return f"Task {row.get('task', 'none')}: submit offers, then end your turn."
 
     def reward(self) -> float:
@@ -78,6 +82,8 @@ class ToyDesk(Environment):
     @tool
     def battery_status(self) -> dict[str, float]:
         """The battery's state of charge and limits."""
+        if "battery" in self.down:
+            raise ConnectionError("the battery's telemetry is down")
         return {"soc_mwh": 100.0, "max_mw": 100.0}
 
     @tool
@@ -88,6 +94,8 @@ class ToyDesk(Environment):
             text: The note.
         """
         await asyncio.sleep(0)
+        if "notes" in self.down:
+            raise OSError("the note store is down")
         self.notes.append(text)
         return f"{len(self.notes)} notes"
 

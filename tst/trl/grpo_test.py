@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 
 import pytest
 
@@ -44,6 +45,8 @@ def test_a_grpo_step_shows_full_schemas_and_scores_with_the_environments_reward(
     trainer.train()
 
     first_prompt = script.prompts[0]
+    # the reset observation, which TRL appends to the user's message as is, reads as a paragraph of its own
+    assert re.search(r"<\|im_start\|>user\nTrade\.\n\nTask train-\d: submit offers", first_prompt)
     submit = tojson(expected_rendering(ToyDesk.tools["submit_offers"].published()))
     assert submit in first_prompt  # the nested schema, exactly as published
     end_turn = tojson(expected_rendering(ToyDesk.tools["end_turn"].published()))

@@ -21,6 +21,7 @@ def test_agent_env_exports_are_pinned_and_sorted():
         "ToolArgumentError",
         "ToolDefinitionError",
         "ToolError",
+        "ToolFailedError",
         "ToolSet",
         "UnknownToolError",
         "tool",

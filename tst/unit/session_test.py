@@ -2,6 +2,7 @@
 
 import asyncio
 import copy
+import logging
 import math
 from decimal import Decimal
 from fractions import Fraction
@@ -17,7 +18,9 @@ from agent_env import (
     SessionClosedError,
     ToolArgumentError,
     ToolError,
+    ToolFailedError,
     UnknownToolError,
+    tool,
 )
 from agent_env.errors import RewardError
 from tst.data.authoring import NOT_AN_OBJECT
@@ -83,9 +86,9 @@ def test_calls_after_end_turn_are_refused_until_the_next_reset(session):
     with pytest.raises(EpisodeEndedError) as raised:
         session.call_tool("battery_status", {})
     assert str(raised.value) == (
-        "tool 'battery_status' was called after the episode ended (end_turn was called); call reset(...) to start "
-        "another"
+        "tool 'battery_status' was not run: the episode has ended (end_turn was called) and takes no more calls"
     )
+    assert raised.value.__notes__ == ["call reset(...) to start another episode"]  # a traceback shows it
     session.reset()
     assert session.call_tool("battery_status", {})
 
@@ -96,8 +99,8 @@ def test_reading_the_reward_ends_a_running_episode(session):
     with pytest.raises(EpisodeEndedError) as raised:
         session.call_tool("submit_offers", {"curves": [CURVE]})
     assert str(raised.value) == (  # the caller never called end_turn: the message says what it did
-        "tool 'submit_offers' was called after the episode ended (its reward was read, which ends a running "
-        "episode); call reset(...) to start another"
+        "tool 'submit_offers' was not run: the episode has ended (its reward was read, which ends a running "
+        "episode) and takes no more calls"
     )
     session.reset()
     session.call_tool("end_turn", {})
@@ -105,7 +108,7 @@ def test_reading_the_reward_ends_a_running_episode(session):
         session.call_tool("battery_status", {})
 
 
-def test_a_session_that_is_started_some_other_way_names_that_way_in_its_messages():
+def test_a_session_that_is_started_some_other_way_names_that_way_to_its_user_not_to_the_model():
     session = LocalSession(ToyDesk(), start_hint="open a new MCP session")
     with pytest.raises(EpisodeNotStartedError) as before:
         session.reward()
@@ -115,9 +118,56 @@ def test_a_session_that_is_started_some_other_way_names_that_way_in_its_messages
         session.call_tool("battery_status", {})
     assert str(before.value) == "no episode to score: open a new MCP session first"
     assert str(after.value) == (
-        "tool 'battery_status' was called after the episode ended (end_turn was called); open a new MCP session "
-        "to start another"
+        "tool 'battery_status' was not run: the episode has ended (end_turn was called) and takes no more calls"
     )
+    assert after.value.__notes__ == ["open a new MCP session to start another episode"]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "text"),
+    [
+        (
+            "battery_status",
+            {},
+            "tool 'battery_status' failed: ConnectionError: the battery's telemetry is down",
+        ),
+        ("write_note", {"text": "a"}, "tool 'write_note' failed: OSError: the note store is down"),
+    ],
+)
+def test_a_tool_that_raises_fails_with_one_text_and_logs_its_traceback_and_where(
+    caplog, name, arguments, text
+):
+    session = LocalSession(ToyDesk(), where="in episode e1 on the test's host")
+    session.reset(down=["battery", "notes"])
+    caplog.set_level(logging.ERROR, logger="agent_env.session")
+    with pytest.raises(ToolFailedError) as raised:
+        session.call_tool(name, arguments)
+    with pytest.raises(ToolFailedError) as awaited:
+        asyncio.run(session.acall_tool(name, arguments))
+    assert str(raised.value) == str(awaited.value) == text
+    assert isinstance(
+        raised.value.__cause__, ConnectionError | OSError
+    )  # a script's traceback shows the cause
+    logged, _ = caplog.records
+    assert (
+        logged.getMessage() == f"agent_env: tool '{name}' of ToyDesk failed in episode e1 on the test's host"
+    )
+    assert logged.exc_info is not None and logged.exc_info[1] is raised.value.__cause__
+    assert session.call_tool("submit_offers", {"curves": [CURVE]})  # the episode goes on
+
+
+def test_a_tool_that_raises_an_exception_without_a_message_is_named_by_its_class():
+    class Broken(ToyDesk):
+        @tool
+        def inspect_book(self) -> str:
+            """Look at the offer book."""
+            raise RuntimeError()
+
+    session = LocalSession(Broken())
+    session.reset()
+    with pytest.raises(ToolFailedError) as raised:
+        session.call_tool("inspect_book", {})
+    assert str(raised.value) == "tool 'inspect_book' failed: RuntimeError"
 
 
 @pytest.mark.parametrize(

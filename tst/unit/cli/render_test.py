@@ -54,7 +54,7 @@ def test_a_template_file_renders(invoke, tmp_path):
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         "TOOL battery_status", "TOOL end_turn", "TOOL submit_offers", "TOOL write_note",
-        "Trade.Task train-0: submit offers, then end your turn.",
+        "Trade.", "", "Task train-0: submit offers, then end your turn.",  # the observation: its own paragraph
     ]  # fmt: skip
 
 

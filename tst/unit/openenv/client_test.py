@@ -235,8 +235,8 @@ def test_calls_before_reset_and_after_the_episode_ended_get_the_in_process_error
     with pytest.raises(EpisodeEndedError) as ended:
         session.call_tool("place_orders", PLACE)
     assert str(ended.value) == (
-        "tool 'place_orders' was called after the episode ended (the server answered tool 'submit' with done: "
-        "true); call reset(...) to start another"
+        "tool 'place_orders' was not run: the episode has ended (the server answered tool 'submit' with done: "
+        "true) and takes no more calls"
     )
     assert server.messages() == [LIST_TOOLS, {"type": "reset", "data": {}}, call("submit", {"total": 3})]
 

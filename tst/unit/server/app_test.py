@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from agent_env.server._serve import GRACEFUL_SHUTDOWN
 from agent_env.server.app import build_app
 
 from .toy import ToyDesk
@@ -84,7 +88,10 @@ def test_what_cannot_be_served_is_refused_when_the_app_is_built(environment, opt
         build_app(environment, **options)
 
 
-def test_a_served_process_stops_on_sigint_within_seconds_even_with_a_hung_tool():
+@contextlib.contextmanager
+def agent_env_serve() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`agent-env serve` of the toy in a process of its own on a free port: the process (its stderr piped) and its
+    URL; killed on the way out if it is still running."""
     environment = {**os.environ, "PYTHONPATH": f"{ROOT / 'tst' / 'unit'}{os.pathsep}{ROOT}"}
     command = [sys.executable, "-m", "agent_env.cli", "serve", f"{ToyDesk.__module__}:ToyDesk", "--port", "0"]
     server = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True)
@@ -97,6 +104,15 @@ def test_a_served_process_stops_on_sigint_within_seconds_even_with_a_hung_tool()
                 url = found.group(1)
                 break
         assert url, "the server did not start"
+        yield server, url
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def test_a_served_process_stops_on_sigint_within_seconds_even_with_a_hung_tool():
+    with agent_env_serve() as (server, url):
         with httpx.Client(base_url=url, timeout=30) as client:
             episode = client.post("/episodes", json={}).json()["episode_id"]
             outcome: dict[str, object] = {}
@@ -117,10 +133,37 @@ def test_a_served_process_stops_on_sigint_within_seconds_even_with_a_hung_tool()
         assert time.monotonic() - stopping < 12
         assert server.returncode == 0
         assert "error" in outcome or outcome["answer"].status_code >= 500
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
+
+
+def test_sigterm_with_a_slow_body_in_flight_stops_within_the_grace_time_and_answers_it_503_cleanly():
+    with agent_env_serve() as (server, url):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=20) as slow:
+            slow.sendall(  # a body that will not all arrive: 9 of its 100 bytes
+                b"POST /episodes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 100\r\n\r\n{"seed": '
+            )
+            time.sleep(0.5)  # the guard is waiting for the rest
+            stopping = time.monotonic()
+            server.send_signal(signal.SIGTERM)
+            answer = b""
+            while chunk := slow.recv(65536):
+                answer += chunk
+            server.wait(timeout=20)
+        took = time.monotonic() - stopping
+        assert server.stderr is not None
+        log = server.stderr.read()
+    assert took < GRACEFUL_SHUTDOWN, log  # nothing of it ran, so nothing waits for it
+    assert server.returncode in (0, -signal.SIGTERM)  # uvicorn >= 0.29 raises the signal again once stopped
+    assert answer.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1]) == {
+        "error": {
+            "code": "server_unavailable",
+            "message": "the server is shutting down: its request body had not all arrived, so nothing of it ran; "
+            "send it again",
+        }
+    }
+    assert "Traceback" not in log and "CancelledError" not in log and "ERROR" not in log, log
 
 
 def desk_or_skip():

@@ -60,6 +60,10 @@ BODIES = {
         b'{"curves": [{"hours": "HE05", "points": [[0, 1e999], [1, 2]]}]}',
         'the number "1e999"',
     ),
+    "950 integers of 4,299 digits": (  # 4 MB within both limits, 80-130 ms of CPU to convert
+        b'{"curves": [{"hours": [' + b",".join([b"9" * 4_299] * 950) + b"]}]}",
+        "it holds an integer of 4299 digits, more than the 100 the server reads",
+    ),
     "a duplicate key": (
         b'{"curves": [], "curves": [{"hours": "HE05", "points": [[0, 1], [1, 2]]}]}',
         'key "curves" appears twice',

@@ -131,15 +131,20 @@ async def test_episode_state_errors_get_409(control):
     assert (late.status_code, late.json()["error"]["code"]) == (409, "episode_ended")
 
 
-async def test_a_tool_that_crashes_gets_500_and_the_episode_lives_on(control):
+async def test_a_tool_that_crashes_gets_500_with_the_in_process_text_and_the_episode_lives_on(
+    control, caplog
+):
     client = await control()
     episode = await open_episode(client)
     crashed = await client.post(f"/episodes/{episode}/tools/crash")
     assert crashed.status_code == 500
     assert crashed.json()["error"] == {
-        "code": "internal_error",
-        "message": "tool 'crash' failed on the server: KeyError: 'boom'",
+        "code": "tool_failed",
+        "message": "tool 'crash' failed: KeyError: 'boom'",
     }
+    [logged] = [record for record in caplog.records if record.name == "agent_env.session"]
+    assert logged.getMessage() == f"agent_env: tool 'crash' of ToyDesk failed in served episode {episode}"
+    assert logged.exc_info is not None and isinstance(logged.exc_info[1], KeyError)  # the traceback
     assert (await client.post(f"/episodes/{episode}/tools/add", json={"amount": 1})).status_code == 200
 
 

@@ -39,6 +39,7 @@ HEAP_TOLERANCE = 384 * 1024
 def quiet_server_log(monkeypatch):
     """The server logs every crash with its traceback; kept records would count as memory that never returns."""
     monkeypatch.setattr(logging.getLogger("agent_env.server"), "disabled", True)
+    monkeypatch.setattr(logging.getLogger("agent_env.session"), "disabled", True)
 
 
 def heap() -> int:
@@ -99,7 +100,7 @@ def disconnect_mid_call(served: Served) -> None:
 def tool_raises(served: Served) -> None:
     episode = served.open({"seed": 5})
     crashed = served.http.post(f"/episodes/{episode}/tools/crash", json={})
-    assert (crashed.status_code, crashed.json()["error"]["code"]) == (500, "internal_error")
+    assert (crashed.status_code, crashed.json()["error"]["code"]) == (500, "tool_failed")
     served.bystander_adds()
     assert served.http.post(f"/episodes/{episode}/tools/add", json={"amount": 1}).json() == {
         "result": "total 6"

@@ -3,9 +3,11 @@ error; the same judge of headers holds a WebSocket handshake."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from agent_env.server._guard import host_allowed, judge_headers, origin_allowed
+from agent_env.server._guard import RequestGuard, host_allowed, judge_headers, origin_allowed
 from agent_env.server._limits import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Limits
 
 pytestmark = pytest.mark.anyio
@@ -228,3 +230,56 @@ def test_the_same_judge_holds_a_websocket_handshake_to_host_origin_and_token():
         (403, "invalid_request"),
         (401, "unauthorized"),
     ]
+
+
+async def test_a_client_that_goes_before_its_body_has_all_arrived_runs_nothing_and_is_sent_nothing():
+    reached: list[bytes] = []
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        reached.append((await receive())["body"])
+
+    messages = [
+        {"type": "http.request", "body": b'{"seed": ', "more_body": True},
+        {"type": "http.disconnect"},  # the client left, or the server is stopping and has answered it
+    ]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return messages.pop(0)
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/episodes",
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"content-length", b"100"),
+        ],
+    }
+    await RequestGuard(app, Limits())(scope, receive, send)
+    assert reached == [] and sent == []  # before, the app got `{"seed": ` as if it were the whole body
+
+
+async def test_a_request_without_a_body_whose_client_hung_up_still_runs():
+    reached: list[dict] = []
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        reached.append(await receive())
+
+    async def receive() -> dict:
+        return {
+            "type": "http.disconnect"
+        }  # uvicorn's answer once the client is gone, whatever arrived before
+
+    async def send(message: dict) -> None:
+        pass
+
+    scope = {"type": "http", "method": "DELETE", "path": "/mcp", "headers": [(b"host", b"127.0.0.1")]}
+    await RequestGuard(app, Limits())(scope, receive, send)
+    assert reached == [
+        {"type": "http.request", "body": b"", "more_body": False}
+    ]  # a DELETE /mcp ends its session

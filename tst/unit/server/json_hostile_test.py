@@ -38,6 +38,18 @@ from agent_env.server._json import INLINE_BYTES, NotJsonError, parse_json, read_
         ),
         (b'{"text": "\\udc00 low"}', "it escapes a lone UTF-16 surrogate"),
         (b'{"\\uD83D": 1}', "it escapes a lone UTF-16 surrogate"),
+        (
+            b'{"n": '
+            + b"9" * 4_299
+            + b"}",  # Python converts it, at a cost that grows with its length squared
+            "it holds an integer of 4299 digits, more than the 100 the server reads; send a number that long as a "
+            "string",
+        ),
+        (b'{"n": [1, -' + b"1" * 101 + b"]}", "it holds an integer of 101 digits, more than the 100"),
+        (
+            b'{"n": ' + b"9" * 5_000 + b"}",
+            "it holds an integer of 5000 digits",
+        ),  # past Python's own limit too
         (b"{nope", "it is not JSON: Expecting property name enclosed in double quotes"),
         (b'{"a": 1} trailing', "it is not JSON: Extra data"),
     ],
@@ -68,6 +80,14 @@ def nested(depth: int) -> list:
         (b'{"nested": {"a": {"a": {"a": 1}}}, "a": 2}', {"nested": {"a": {"a": {"a": 1}}}, "a": 2}),
         (b'{"deep": ' + b"[" * 200 + b"]" * 200 + b"}", {"deep": nested(199)}),
         (b"[1, 2]", [1, 2]),
+        (
+            b"[" + b"9" * 100 + b", -" + b"9" * 100 + b"]",
+            [10**100 - 1, 1 - 10**100],
+        ),  # the longest integers read
+        (
+            b'{"pi": 3.' + b"1" * 500 + b', "id": "' + b"7" * 500 + b'"}',
+            {"pi": 3.1111111111111111, "id": "7" * 500},
+        ),
     ],
 )
 def test_standard_json_reads_as_python_json_reads_it(body, value):

@@ -50,8 +50,7 @@ async def test_a_plain_client_plays_an_episode_from_the_row_in_its_url_and_reads
     assert ended.meta["agent-env/reward"] == 42.0
     assert ended.meta["agent-env/episode_id"] == first.meta["agent-env/episode_id"]
     assert after.is_error and text(after) == (
-        "tool 'add' was called after the episode ended (end_turn was called); open a new MCP session (connect "
-        "again) to start another"
+        "tool 'add' was not run: the episode has ended (end_turn was called) and takes no more calls"
     )
     async with Client(f"{url}/mcp?seed=40") as client:  # starting again: a new session
         again = await client.call_tool("add", {"amount": 1})

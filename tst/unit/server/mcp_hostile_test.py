@@ -123,6 +123,10 @@ BODIES = {
         call_body(b'{"curves": [{"hours": "\\udfff", "points": []}]}'),
         "lone UTF-16 surrogate",
     ),
+    "an integer of 4,299 digits": (
+        call_body(b'{"curves": ' + b"9" * 4_299 + b"}"),
+        "an integer of 4299 digits",
+    ),
 }
 
 
@@ -170,4 +174,19 @@ def test_hostile_names_and_sizes_are_tool_errors_the_model_can_read(session, nam
     assert result["isError"] is True
     assert text in result["content"][0]["text"]
     assert len(result["content"][0]["text"]) < 1000
+    unchanged(session)
+
+
+@pytest.mark.parametrize(
+    "request_id",
+    [b'{"n": 1}', b"[1]", b"1.5", b"true", b"null"],
+    ids=["object", "array", "float", "bool", "null"],
+)
+def test_a_request_whose_id_is_not_a_string_or_an_integer_is_answered_invalid_request_not_dropped(
+    session, request_id
+):
+    answer = session.post(b'{"jsonrpc": "2.0", "id": ' + request_id + b', "method": "tools/list"}')
+    assert answer.status_code == 400  # not 202, as for a notification the server drops
+    assert answer.json()["id"] is None and answer.json()["error"]["code"] == -32600
+    assert answer.json()["error"]["message"].startswith('Invalid Request: a request\'s "id" must be a string')
     unchanged(session)

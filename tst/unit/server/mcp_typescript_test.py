@@ -171,7 +171,7 @@ def test_every_call_is_a_result_with_the_in_process_text_and_none_is_thrown(play
         "the request body is larger than the server's limit of 4194304 bytes: send smaller arguments"
     )
     assert after["isError"] and after["text"].endswith(
-        "open a new MCP session (connect again) to start another"
+        "the episode has ended (end_turn was called) and takes no more calls"
     )
 
 

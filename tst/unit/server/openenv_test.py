@@ -62,10 +62,12 @@ def rpc(client: TestClient, method: str, **params: Any) -> dict[str, Any]:
     return answer
 
 
-def in_process_error(name: str, arguments: dict[str, Any], *, reset: bool = True) -> str:
+def in_process_error(name: str, arguments: dict[str, Any], *, reset: bool = True, end: bool = False) -> str:
     session = LocalSession(ToyDesk())
     if reset:
         session.reset()
+    if end:
+        session.call_tool("end_turn", {})
     with pytest.raises(Exception) as caught:
         session.call_tool(name, arguments)
     return str(caught.value)
@@ -140,15 +142,18 @@ def test_tool_errors_come_back_in_the_observation_with_the_in_process_message(se
         assert unknown == {"error_type": "tool_not_found", "message": in_process_error("nope", {})}
         ask(ws, call("end_turn"))
         after = ask(ws, call("add", amount=1))["data"]["observation"]["error"]
-        assert after["error_type"] == "execution_error" and "after the episode ended" in after["message"]
+        assert after == {
+            "error_type": "execution_error",
+            "message": in_process_error("add", {"amount": 1}, end=True),
+        }
 
 
-def test_a_crashing_tool_is_an_execution_error_frame_and_the_session_goes_on(serve):
+def test_a_crashing_tool_is_an_execution_error_in_its_observation_and_the_session_goes_on(serve):
     with serve().websocket_connect(WS) as ws:
         ask(ws, {"type": "reset", "data": {}})
-        assert ask(ws, call("crash")) == wire.error_message(
-            "tool 'crash' failed on the server: KeyError: 'boom'", "EXECUTION_ERROR"
-        )
+        crashed = ask(ws, call("crash"))["data"]["observation"]
+        assert crashed == wire.call_error("crash", "execution_error", in_process_error("crash", {}))
+        assert crashed["error"]["message"] == "tool 'crash' failed: KeyError: 'boom'"
         assert ask(ws, call("add", amount=1))["data"]["observation"]["result"]["data"] == "total 1"
 
 

@@ -1,8 +1,11 @@
 """The header deadline (`_protocol.py`) and the body timeout (`_guard.py`) over a real socket: a client that sends
-its request slowly is cut off, and the server goes on serving others."""
+its request slowly is cut off, and the server goes on serving others; a refused WebSocket handshake is answered
+without an ERROR line in the server's log."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import socket
 import time
 from collections.abc import Iterator
@@ -88,3 +91,56 @@ def test_a_keep_alive_connection_serves_requests_that_arrive_in_time(slow_limits
             )  # idle between requests is the keep-alive timeout's business, not the header deadline's
         episode = client.post("/episodes", json={"seed": 3})
     assert episode.status_code == 201
+
+
+@contextlib.contextmanager
+def uvicorn_log() -> Iterator[list[logging.LogRecord]]:
+    """Every record uvicorn's error log gets while the block runs (its logger does not reach the root's)."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("uvicorn.error")
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+
+
+def handshake(url: str, headers: str = "") -> bytes:
+    """The server's whole answer to a WebSocket handshake on OpenEnv's /ws."""
+    request = (
+        "GET /openenv/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" + headers + "\r\n"
+    )
+    with connect(url) as sock:
+        sock.sendall(request.encode())
+        return read_all(sock)[0]
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ("", b"401"),  # no token
+        ("Authorization: Bearer s3cret\r\nOrigin: https://evil.example\r\n", b"403"),
+    ],
+    ids=["no token", "another site's page"],
+)
+def test_a_refused_websocket_handshake_is_denied_without_an_error_line(headers, status):
+    app = build_app(ToyDesk, token="s3cret", openenv_prefix="/openenv")
+    with running(app) as url, uvicorn_log() as records:
+        answer = handshake(url, headers)
+        time.sleep(0.2)  # uvicorn logs once the app has returned
+    assert answer.startswith(b"HTTP/1.1 " + status + b" ")
+    assert b'{"error":{"code":' in answer  # the guard's own answer, saying why
+    assert [record.getMessage() for record in records if record.levelno >= logging.ERROR] == []
+    assert app.state.episodes.count() == 0
+
+
+def test_a_handshake_to_a_host_the_server_does_not_answer_to_is_denied_with_421_without_an_error_line():
+    app = build_app(ToyDesk, allowed_hosts=["localhost:*"], openenv_prefix="/openenv")
+    with running(app) as url, uvicorn_log() as records:
+        answer = handshake(url)
+        time.sleep(0.2)
+    assert answer.startswith(b"HTTP/1.1 421 ")
+    assert [record.getMessage() for record in records if record.levelno >= logging.ERROR] == []

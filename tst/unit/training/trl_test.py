@@ -14,7 +14,8 @@ import transformers.tokenization_utils_base as tokenization
 from pydantic import Field
 from transformers.utils import get_json_schema
 
-from agent_env import Environment, LocalProvider, ToolArgumentError, tool
+from agent_env import AgentEnv, Environment, LocalProvider, ToolArgumentError, ToolFailedError, tool
+from agent_env.inspection.probe import first_turn, trl_instance
 from agent_env.schema import fingerprint
 from agent_env.training import EnvironmentFactory, SchemaTool, TRLEnvironment, _render_check, fidelity
 from agent_env.training._render_check import (
@@ -24,7 +25,9 @@ from agent_env.training._render_check import (
     render_tools,
     tojson,
 )
+from agent_env.training.rendering import render
 from agent_env.training.templates import ChatTemplate, load_template
+from agent_env.training.trl import own_paragraph
 from tst.data.families import Notes
 from tst.data.toy import ToyDesk
 from tst.data.vague import Vague
@@ -203,6 +206,54 @@ def test_no_property_on_the_trl_facing_class(factory):
     environment_type = type(factory())
     for klass in environment_type.__mro__:
         assert not [name for name, value in vars(klass).items() if isinstance(value, property)], klass
+
+
+@pytest.mark.parametrize(
+    "template", ["qwen3", "llama3_1", "gemma4", "gptoss", "glm4moe", "nemotron_3_nano", "lfm2", "phi3_5"]
+)
+def test_the_reset_observation_reads_as_its_own_paragraph_in_the_first_prompt(template):
+    env = AgentEnv.local(ToyDesk)
+    with trl_instance(env) as instance:
+        conversation = first_turn(env, instance)  # the prompt with reset's observation appended, as TRL does
+        prompt = render(conversation, None, template)
+    assert conversation[-1]["content"] == "Trade.\n\nTask train-0: submit offers, then end your turn."
+    assert "Trade.\n\nTask train-0: submit offers, then end your turn." in prompt
+
+
+@pytest.mark.parametrize(
+    ("prompt", "observation", "appended"),
+    [
+        ([{"role": "user", "content": "Trade."}], "Go.", "\n\nGo."),
+        ([{"role": "user", "content": "Trade.\n"}], "Go.", "\nGo."),  # breaks already there count
+        ([{"role": "user", "content": "Trade.\n\n"}], "Go.", "Go."),
+        ([{"role": "user", "content": "Trade."}], "\n\nGo.", "\n\nGo."),
+        (
+            [{"role": "user", "content": [{"type": "text", "text": "Trade."}]}],
+            "Go.",
+            "\n\nGo.",
+        ),  # one more part
+        ([{"role": "user", "content": ""}], "Go.", "Go."),  # TRL's stand-in for a row without a prompt
+        (None, "Go.", "Go."),
+        ([{"role": "user", "content": "Trade."}], None, None),
+        ([{"role": "user", "content": "Trade."}], "", ""),
+    ],
+)
+def test_an_observation_is_set_apart_from_the_prompt_only_where_text_comes_before_it(
+    prompt, observation, appended
+):
+    row = {"task": "t1"} if prompt is None else {"prompt": prompt, "task": "t1"}
+    assert own_paragraph(observation, row) == appended
+
+
+def test_a_tool_that_raises_reads_as_the_one_text_in_trls_error_dict(factory):
+    environment = factory()
+    environment.reset(down=["battery"])
+    with pytest.raises(ToolFailedError) as raised:
+        environment.battery_status()
+    # TRL's tool loop: content = str({"error": str(error)}); the same text served and on Ray (tst/contract)
+    assert str({"error": str(raised.value)}) == (
+        "{'error': tool 'battery_status' failed: ConnectionError: the battery's telemetry is down}"
+    )
 
 
 def test_instances_have_their_own_episode(factory):
