@@ -7,7 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_env.errors import EpisodeStateError, ToolArgumentError, ToolError, UnknownToolError
+from agent_env.errors import (
+    EpisodeStateError,
+    ToolArgumentError,
+    ToolError,
+    ToolFailedError,
+    UnknownToolError,
+)
 from agent_env.evaluation._messages import tool_text, unknown_tool, unreadable_arguments, unsupported_call
 from agent_env.session import Session
 
@@ -93,6 +99,8 @@ def verdict_of(error: BaseException) -> str:
         return "unknown_tool"
     if isinstance(error, EpisodeStateError):
         return "episode_state"
+    if isinstance(error, ToolFailedError):  # the tool's own failure (a bug, a service down), not the model's
+        return "error"
     if isinstance(error, ToolError):
         return "tool_error"
     return "error"

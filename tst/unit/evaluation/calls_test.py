@@ -105,7 +105,10 @@ def test_a_tool_error_and_a_call_after_the_end_are_refused_by_the_environment():
     assert run(opened, "end_turn", "{}") == ("accepted", "Turn ended.")
     verdict, content = run(opened, "battery_status", "{}")
     assert verdict == "episode_state"
-    assert "tool 'battery_status' was called after the episode ended" in content
+    assert (
+        content
+        == "{'error': tool 'battery_status' was not run: the episode has ended (end_turn was called) and takes no more calls}"
+    )
 
 
 def test_an_async_tool_is_awaited():
@@ -118,7 +121,10 @@ def test_a_bug_in_a_tool_reaches_the_model_as_trl_writes_it():
     opened = LocalSession(Buggy())
     opened.reset()
     outcome = asyncio.run(run_call(opened, ToolCall("c1", "function", "lookup", "{}"), {"lookup": {}}))
-    assert (outcome.verdict, outcome.content) == ("error", "{'error': \"'missing'\"}")
+    assert (outcome.verdict, outcome.content) == (
+        "error",
+        "{'error': tool 'lookup' failed: KeyError: 'missing'}",
+    )
 
 
 def test_arguments_decode_from_json_text_and_a_server_that_parsed_them_is_taken_as_is():

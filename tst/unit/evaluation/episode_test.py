@@ -34,7 +34,9 @@ def test_an_episode_ends_on_end_turn_and_is_scored_by_the_environment(run):
     episode = only(report)
     assert (episode.ended_by, episode.turns, episode.reward) == ("end_turn", 2, pytest.approx(0.3))
     first = server.requests[0][0]["messages"]
-    assert first == [{"role": "user", "content": "Trade.Task test-0: submit offers, then end your turn."}]
+    assert first == [
+        {"role": "user", "content": "Trade.\n\nTask test-0: submit offers, then end your turn."}
+    ]  # as under TRL
     last = server.requests[1][0]["messages"]
     assert [message["role"] for message in last] == ["user", "assistant", "tool"]
     assert last[2] == {
