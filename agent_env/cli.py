@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -203,8 +203,8 @@ def tools(
     from agent_env.inspection.listing import tool_listing
     from agent_env.inspection.targets import open_environment
 
-    with _reported("tools"):
-        listing = tool_listing(open_environment(environment, token=token, mcp=mcp or ()))
+    with _reported("tools"), closing(open_environment(environment, token=token, mcp=mcp or ())) as env:
+        listing = tool_listing(env)
     if json_output:
         typer.echo(json.dumps(listing, indent=2, ensure_ascii=False))
         return
@@ -255,8 +255,7 @@ def render(
     from agent_env.training.families import family_of
     from agent_env.training.templates import resolve_template
 
-    with _reported("render"):
-        env = open_environment(environment, token=token, mcp=mcp or ())
+    with _reported("render"), closing(open_environment(environment, token=token, mcp=mcp or ())) as env:
         chat_template = resolve_template(template)
         with trl_instance(env, None if stock or lossy else chat_template) as instance:
             conversation = first_turn(env, instance, split)
@@ -313,7 +312,7 @@ def check(
     from agent_env.training.templates import resolve_template, shipped_template_names
 
     explicit = templates != "all"
-    with _reported("check"):
+    with _reported("check"), ExitStack() as stack:
         names = (
             [name.strip() for name in templates.split(",") if name.strip()]
             if explicit
@@ -323,7 +322,7 @@ def check(
             raise LookupError(
                 "no chat templates to check: TRL, which ships them, is not installed; pass --templates FILE"
             )
-        env = open_environment(environment, token=token, mcp=mcp or ())
+        env = stack.enter_context(closing(open_environment(environment, token=token, mcp=mcp or ())))
         published = env.tools()
         chat_templates = [resolve_template(name) for name in names]
         reports = [
@@ -424,7 +423,7 @@ def rollout(
 
 @app.command("eval")
 def eval_command(
-    environment: EnvironmentArgument = DEFAULT_ENVIRONMENT,
+    environment: EnvironmentArgument = None,
     base_url: Annotated[
         str,
         typer.Option(help="The OpenAI-compatible endpoint's API root, usually ending in /v1."),
@@ -483,6 +482,7 @@ def eval_command(
     ] = None,
     json_output: JsonOption = False,
     token: TokenOption = None,
+    mcp: McpOption = None,
 ) -> None:
     """Play ENV's episodes against a model behind an OpenAI-compatible endpoint and sum them up.
 
@@ -497,7 +497,7 @@ def eval_command(
 
     from agent_env.inspection.targets import open_environment
 
-    with _reported("eval"):
+    with _reported("eval"), ExitStack() as stack:
         try:
             from agent_env.evaluation import Endpoint, Sampling, evaluate
         except ImportError as error:
@@ -509,7 +509,7 @@ def eval_command(
         body = json.loads(extra_body) if extra_body else {}
         if not isinstance(body, dict):
             raise ValueError(f"--extra-body must be a JSON object; got {extra_body}")
-        env = open_environment(environment, token=token)
+        env = stack.enter_context(closing(open_environment(environment, token=token, mcp=mcp or ())))
         endpoint = Endpoint(base_url, model, api_key_env, timeout=timeout, max_retries=max_retries)
         sampling = Sampling(temperature, top_p, max_tokens, seed, body)
         console = _console(stderr=True)

@@ -142,7 +142,10 @@ class MCPEnvironment:
         splits: dict[str, list[dict[str, Any]]] = self.rows or {}
         if split not in splits:
             given = (
-                f"the splits are {', '.join(map(repr, splits))}" if splits else "it was given no rows (rows=)"
+                f"the splits are {', '.join(map(repr, splits))}"
+                if splits
+                else "it was given no rows: describe it with MCPEnvironment(..., rows=...) in a module, and name it "
+                "as module:name"
             )
             raise LookupError(f"{self.label()} has no dataset split {split!r}: {given}")
         return [dict(row) for row in splits[split]]

@@ -10,21 +10,18 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_env.cli import app
-from agent_env.mcp._environment import MCPToolsEnvironment
 from tst.mcp.conftest import node_server, python_server, servers_left, wait_until
 
 
 @pytest.fixture
 def invoke() -> Iterator[Callable[..., Any]]:
+    """Run a command in process; then no server it started may be left (each command closes its environment)."""
     runner = CliRunner()
-    built_before = set(MCPToolsEnvironment.__subclasses__())
 
     def run(*arguments: str) -> Any:
         return runner.invoke(app, list(arguments), env={"COLUMNS": "240"})
 
     yield run
-    for built in set(MCPToolsEnvironment.__subclasses__()) - built_before:  # a command's servers stop with it
-        built.shutdown()
     assert wait_until(lambda: not servers_left()), f"server processes left running: {servers_left()}"
 
 

@@ -1,0 +1,104 @@
+"""`agent-env eval` on an MCP server: the model's calls reach the real server-memory through the same session as in
+training, refused ones never do, and the reward is read off the server (the eval tier's scripted OpenAI-compatible
+server stands in for the model, as there)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from agent_env import AgentEnv
+from agent_env.cli import app
+from agent_env.evaluation import Endpoint, evaluate
+from tst.mcp.conftest import EXAMPLES, node_server, servers_left, wait_until
+from tst.unit.evaluation.scripted import Answer, call, completion, scripted, tool_results
+
+sys.path.insert(0, str(EXAMPLES))
+import knowledge_graph
+
+
+def builder(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+    """A model that first sends people without their type (refused), then the graph its prompt asks for."""
+    prompt = body["messages"][0]["content"]
+    team = next(team for team in knowledge_graph.TEAMS if all(name in prompt for name in team["people"]))
+    results = tool_results(body)
+    if not results:
+        return Answer(completion(tool_calls=[call("create_entities", {"entities": [{"name": "x"}]})]))
+    if len(results) == 1:
+        people = [
+            {"name": name, "entityType": "person", "observations": [role]}
+            for name, role in team["people"].items()
+        ]
+        relations = [{"from": a, "to": b, "relationType": "works_with"} for a, b in team["works_with"]]
+        return Answer(
+            completion(
+                tool_calls=[
+                    call("create_entities", {"entities": people}),
+                    call("create_relations", {"relations": relations}),
+                ]
+            )
+        )
+    if len(results) == 3:
+        return Answer(completion(tool_calls=[call("end_turn", {})]))
+    return Answer(completion("Done."))
+
+
+def test_an_evaluation_plays_and_scores_episodes_on_the_server(tmp_path: Path) -> None:
+    env = AgentEnv.local(knowledge_graph.environment)
+    try:
+        with scripted(builder) as server:
+            report = evaluate(env, Endpoint(server.url), split="test", out=tmp_path / "run.jsonl")
+            refused = tool_results(server.requests[1][0])[0]
+    finally:
+        env.close()
+    assert [episode.reward for episode in report.episodes] == [
+        1.0,
+        1.0,
+    ]  # the server's graphs match the tasks
+    assert refused.startswith(
+        "{'error': Invalid arguments for tool 'create_entities'; fix these and call it again:"
+    )
+    assert "- entities[0]: missing required property 'entityType'" in refused
+    verdicts = [
+        call["verdict"]
+        for line in (tmp_path / "run.jsonl").read_text().splitlines()[1:]
+        for call in json.loads(line)["calls"]
+    ]
+    assert verdicts == ["invalid_arguments", "accepted", "accepted", "accepted"] * 2
+    assert wait_until(lambda: not servers_left())
+
+
+def test_the_eval_command_takes_an_mcp_environment_by_name(tmp_path: Path) -> None:
+    with scripted(builder) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "eval",
+                "knowledge_graph:environment",
+                "--base-url",
+                server.url,
+                "--out",
+                str(tmp_path / "run.jsonl"),
+            ],
+            env={"COLUMNS": "200"},
+        )
+    assert result.exit_code == 0, result.output
+    lines = (tmp_path / "run.jsonl").read_text().splitlines()[1:]
+    assert [json.loads(line)["reward"] for line in lines] == [1.0, 1.0]
+    assert wait_until(lambda: not servers_left())
+
+
+def test_the_eval_command_on_a_bare_server_says_where_rows_come_from(tmp_path: Path) -> None:
+    command = ["eval", "--mcp", f"node {node_server('server-memory')}", "--out", str(tmp_path / "run.jsonl")]
+    with scripted(builder) as server:
+        result = CliRunner().invoke(app, [*command, "--base-url", server.url])
+    assert result.exit_code == 2
+    assert (
+        "has no dataset split 'test': it was given no rows: describe it with MCPEnvironment(..., rows=...)"
+        in " ".join(result.output.split())
+    )
+    assert wait_until(lambda: not servers_left())
