@@ -73,10 +73,10 @@ hosts-test: install
 		apt-get update -qq && apt-get install -y -qq iproute2 iptables; fi
 	$(RUN) pytest tst/hosts
 
-# The unit and TRL tiers in a clean venv per supported combination (.ci/matrix.py): the floors on Python 3.11,
+# The unit, TRL and MCP tiers in a clean venv per supported combination (.ci/matrix.py): the floors on Python 3.11,
 # uv.lock's newest on 3.12 and 3.13. Venvs are cached in .cache/matrix and rebuilt when their inputs change.
 ROWS ?=
-matrix: install
+matrix: install mcp-servers
 	UV="$(UV)" $(RUN) python .ci/matrix.py $(ROWS)
 
 lint: install

@@ -107,12 +107,13 @@ class Connection:
         try:
             await asyncio.wait_for(self._ready.wait(), self.start_timeout)
         except TimeoutError:
-            await self.close()
-            raise ServerUnavailableError(
+            late = ServerUnavailableError(
                 f"{self.label} did not finish starting within {self.start_timeout:g} s{self._stderr_tail()}"
                 f"{self._junk_note()}; check that the command starts an MCP server on stdio (or raise "
                 "start_timeout=)"
-            ) from None
+            )
+            await self.close()  # after reading its stderr, which closing removes
+            raise late from None
         except BaseException:  # cancelled while starting: stop what was started
             await asyncio.shield(self.close())
             raise

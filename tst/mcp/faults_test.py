@@ -64,9 +64,16 @@ class TestStarting:
         with pytest.raises(ServerUnavailableError, match=r"(?s)the end of its stderr:.*Cannot find module"):
             environments(AgentEnv.mcp, StdioServer("node", ["/nowhere/index.js"]))
 
-    def test_a_command_that_never_speaks_mcp_times_out_and_is_killed(self, environments: Make) -> None:
-        with pytest.raises(ServerUnavailableError, match="did not finish starting within 1 s"):
-            environments(AgentEnv.mcp, StdioServer("sleep", ["600"]), start_timeout=1)
+    def test_a_command_that_never_speaks_mcp_times_out_is_killed_and_says_what_it_wrote(
+        self, environments: Make
+    ) -> None:
+        silent = StdioServer("sh", ["-c", "echo waiting for the database >&2; exec sleep 600"])
+        with pytest.raises(ServerUnavailableError) as late:
+            environments(AgentEnv.mcp, silent, start_timeout=1)
+        assert str(late.value).startswith(
+            f"MCP server ({silent.label}) did not finish starting within 1 s; the end"
+        )
+        assert "the end of its stderr:\nwaiting for the database;" in str(late.value)
         # the environments fixture checks that the `sleep` is gone
 
 
