@@ -46,6 +46,17 @@ async def on_background_loop(coroutine: Coroutine[Any, Any, T]) -> T:
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, loop))
 
 
+_held: set[asyncio.Task[Any]] = set()
+
+
+def spawn(coroutine: Coroutine[Any, Any, Any]) -> None:
+    """Run `coroutine` on the running loop without waiting for it, holding its task until it ends (asyncio keeps
+    only a weak reference to a task, so one nobody holds may be collected before it finishes)."""
+    task = asyncio.get_running_loop().create_task(coroutine)
+    _held.add(task)
+    task.add_done_callback(_held.discard)
+
+
 def background_loop() -> asyncio.AbstractEventLoop:
     """The background loop itself (started if it is not yet), for scheduling work on it from any thread."""
     return _background_loop()

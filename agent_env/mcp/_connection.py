@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import IO, Any
 
+from agent_env._loop import spawn
 from agent_env.errors import AgentEnvError, ToolError
 from agent_env.mcp._servers import HttpServer, Server, StdioServer
 from agent_env.mcp._supervisor import SERVER_MARK, kill_marked, scratch_folder, server_marks
@@ -210,7 +211,7 @@ class Connection:
                 f"{self._stderr_tail()}; the episode's state is gone with it, and the next reset starts a fresh "
                 "server"
             )
-            asyncio.get_running_loop().create_task(self.close())
+            spawn(self.close())
             raise EpisodeNotFoundError(self._lost) from None
 
     async def _run(self) -> None:
@@ -282,7 +283,7 @@ class Connection:
         if isinstance(message, Exception):
             self._on_junk(message)
         elif isinstance(message, ToolListChangedNotification) and self.verify is not None:
-            asyncio.get_running_loop().create_task(self._check_tools())
+            spawn(self._check_tools())
 
     def _on_junk(self, error: Exception) -> None:
         """Remember the first line of a server's stdout that is not MCP; warn once per server, not per process."""

@@ -113,6 +113,10 @@ class MCPToolsEnvironment(Environment):
 
 
 def build_class(source: MCPEnvironment) -> type[MCPToolsEnvironment]:
+    """The environment class of `source` in this process: its servers started, their tools listed and published.
+
+    A class of its own, made fresh (never a shared one changed), named after `source.name` or the servers' own names.
+    """
     runtime = ServerSet(source)
     listings = run_sync(runtime.start())
     try:
@@ -124,7 +128,7 @@ def build_class(source: MCPEnvironment) -> type[MCPToolsEnvironment]:
     namespace = {
         "__module__": __name__,
         "__qualname__": name,
-        "__environment_source__": source,
+        "__environment_source__": source,  # what `source_of` reads: providers ship this, never the class
         "source": source,
         "runtime": runtime,
     }

@@ -16,6 +16,7 @@ import logging
 from collections import deque
 from typing import Any
 
+from agent_env._loop import spawn
 from agent_env.mcp._connection import Connection, Verify
 from agent_env.mcp._servers import Server
 
@@ -59,9 +60,8 @@ class ServerPool:
         if self.server.shared:
             self._shared = connection
         else:
-            self._spares.append(
-                connection
-            )  # more spares start with the first episode: a process that only lists
+            # More spares start with the first episode: a process that only lists tools keeps just this one.
+            self._spares.append(connection)
         return connection, tools
 
     async def acquire(self, episode: str) -> Connection:
@@ -90,7 +90,7 @@ class ServerPool:
         if connection is self._shared:
             return
         self.in_use -= 1
-        _spawn(connection.close())
+        spawn(connection.close())
         self._refill()
 
     async def close(self) -> None:
@@ -113,7 +113,7 @@ class ServerPool:
             connection = self._spares.popleft()
             if await connection.ping():
                 return connection
-            _spawn(connection.close())
+            spawn(connection.close())
         starting = [task for task in self._starting if not task.done()]
         if starting:  # one is on its way: wait for it rather than start another
             task = starting[0]
@@ -122,10 +122,8 @@ class ServerPool:
             except asyncio.CancelledError:
                 if not task.cancelled():  # this acquire was cancelled, not the spare
                     raise
-            except (
-                Exception
-            ):  # the spare failed to start: start one here, and raise its error if it fails too
-                pass
+            except Exception:
+                pass  # the spare failed to start: start one here, and raise its error if it fails too
             else:
                 if connection in self._spares:
                     self._spares.remove(connection)
@@ -138,7 +136,7 @@ class ServerPool:
         async with self._shared_lock:
             if self._shared is None or not self._shared.alive:
                 if self._shared is not None:
-                    _spawn(self._shared.close())
+                    spawn(self._shared.close())
                 self._shared = await self._open(verify=True)
             self._shared.episode = f"{episode} (shared)"
             return self._shared
@@ -187,16 +185,6 @@ def _retrieved(task: asyncio.Task[Any]) -> None:
     """Mark a spare's failure as seen (it was logged): asyncio would otherwise warn that nobody read it."""
     if not task.cancelled():
         task.exception()
-
-
-_background: set[asyncio.Task[Any]] = set()
-
-
-def _spawn(coroutine: Any) -> None:
-    """Run `coroutine` on the running loop without waiting for it, holding the task until it ends."""
-    task = asyncio.get_running_loop().create_task(coroutine)
-    _background.add(task)
-    task.add_done_callback(_background.discard)
 
 
 __all__ = ["ServerPool"]
