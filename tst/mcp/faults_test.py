@@ -41,6 +41,11 @@ def connection_of(session: object) -> object:
     return connection
 
 
+def connection_of_pool(env: AgentEnv) -> object:
+    """The shared connection of a single-server environment."""
+    return env.provider.environment.runtime.pools[""]._shared  # type: ignore[attr-defined]
+
+
 class TestStarting:
     def test_a_command_that_is_not_installed_is_named(self, environments: Make) -> None:
         with pytest.raises(ServerUnavailableError, match="command 'mcp-server-nowhere' was not found"):
@@ -74,7 +79,10 @@ class TestDuringAnEpisode:
     def test_a_server_that_dies_fails_its_episode_and_the_next_reset_gets_a_fresh_one(
         self, environments: Make
     ) -> None:
-        env = environments(AgentEnv.mcp, StdioServer("node", [node_server("server-memory")]))
+        memory = StdioServer(
+            "node", [node_server("server-memory")], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"}
+        )  # a file of its own: the server's default one is shared by every run of this installation
+        env = environments(AgentEnv.mcp, memory)
         with env.open() as session:
             session.reset()
             dead = connection_of(session)
@@ -121,6 +129,55 @@ class TestDuringAnEpisode:
                 session.call_tool("count", {})
             session.reset()
             assert session.call_tool("count", {}) == "1"
+
+
+class TestBetweenEpisodes:
+    def test_a_warm_spare_killed_while_it_waits_is_never_handed_out(self, environments: Make) -> None:
+        env = environments(AgentEnv.mcp, server(), warm=1)
+        pool = env.provider.environment.runtime.pools[""]
+        (spare,) = pool._spares
+        (pid,) = marked_processes(SERVER_MARK, spare.id)
+        os.kill(pid, signal.SIGKILL)
+        with env.open() as session:
+            session.reset()
+            assert connection_of(session) is not spare
+            assert session.call_tool("count", {}) == "1"
+
+    def test_a_shared_server_killed_between_episodes_is_started_again_for_the_next_one(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server(shared=True))
+        with env.open() as first:
+            first.reset()
+            assert first.call_tool("count", {}) == "1"
+            first.reward()
+            killed = connection_of_pool(env)
+        (pid,) = marked_processes(SERVER_MARK, killed.id)  # type: ignore[attr-defined]
+        os.kill(pid, signal.SIGKILL)
+        with env.open() as second:
+            second.reset()
+            assert connection_of(second) is not killed
+            assert second.call_tool("count", {}) == "1"  # a fresh process: its counter starts again
+
+    def test_an_episode_that_held_a_replaced_shared_server_lets_go_without_starting_processes(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server(shared=True))
+        pool = env.provider.environment.runtime.pools[""]
+        held = env.open()
+        held.reset()
+        old = connection_of(held)
+        os.kill(marked_processes(SERVER_MARK, old.id)[0], signal.SIGKILL)  # type: ignore[attr-defined]
+        with env.open() as other:
+            other.reset()
+            assert other.call_tool("count", {}) == "1"
+            new = connection_of(other)
+            held.close()  # lets go of the dead one
+            assert wait_until(lambda: not marked_processes(SERVER_MARK, old.id))  # type: ignore[attr-defined]
+            assert not wait_until(lambda: len(servers_left()) > 1, timeout=3), (
+                f"a shared server runs one process, not {len(servers_left())}"
+            )
+            assert (pool.in_use, pool.spares(), connection_of(other)) == (0, 0, new)
 
 
 class TestJunkOnStdout:
