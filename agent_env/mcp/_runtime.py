@@ -9,6 +9,7 @@ against the one published.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import math
@@ -118,6 +119,12 @@ class ServerSet:
         loop = background_loop()
         if not loop.is_closed():
             loop.call_soon_threadsafe(release)
+
+    def let_go_unclaimed(self, opening: concurrent.futures.Future[Episode]) -> None:
+        """Let go of an episode that opened after its reset stopped waiting for it (interrupted), so that its servers
+        do not run unowned until the process ends."""
+        if not opening.cancelled() and opening.exception() is None:
+            self.let_go(opening.result())
 
     async def close(self) -> None:
         """Stop every pool's spare connections."""

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -178,6 +179,25 @@ class TestBetweenEpisodes:
                 f"a shared server runs one process, not {len(servers_left())}"
             )
             assert (pool.in_use, pool.spares(), connection_of(other)) == (0, 0, new)
+
+
+class TestInterrupted:
+    def test_a_reset_interrupted_by_ctrl_c_lets_go_of_the_server_it_was_starting(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server("--start-delay", "2"), warm=0, start_timeout=20)
+        pool = env.provider.environment.runtime.pools[""]
+        with env.open() as holder, env.open() as interrupted:
+            holder.reset()  # takes the one spare: the next reset waits on a server that takes 2 s to start
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+            with pytest.raises(KeyboardInterrupt):
+                interrupted.reset()
+            assert wait_until(lambda: pool.in_use == 1, timeout=15), (
+                f"{pool.in_use} connections are out with episodes, not the 1 that holder has"
+            )
+            interrupted.reset()  # the session is as it was: it starts an episode
+            assert interrupted.call_tool("count", {}) == "1"
+        # the environments fixture checks that the server started for the interrupted reset is gone too
 
 
 class TestJunkOnStdout:

@@ -3,6 +3,7 @@ features no third-party server here shows: a score tool, process state, hangs, e
 and changing tool lists, and tools agent_env cannot publish.
 
 Usage: python scripted.py [--pages N] [--tools-from FILE] [--junk banner|mangle] [--unpublishable] [--crash-on-start]
+       [--start-delay SECONDS]
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -80,7 +82,9 @@ def main() -> None:
     parser.add_argument("--junk", choices=["banner", "mangle"])
     parser.add_argument("--unpublishable", action="store_true")
     parser.add_argument("--crash-on-start", action="store_true")
+    parser.add_argument("--start-delay", type=float, default=0.0)
     options = parser.parse_args()
+    time.sleep(options.start_delay)  # a server slow to start (a big runtime loading)
     if options.crash_on_start:
         print("scripted: cannot start: the configuration is missing", file=sys.stderr)
         sys.exit(3)
