@@ -314,6 +314,56 @@ class TestNothingOutlivesItsOwner:
         assert wait_until(lambda: not scratch_folders(owner)), "the reaper left scratch folders"
         assert not servers_left()
 
+    def test_a_supervisor_that_kills_the_trainer_with_its_children_leaves_no_server_or_folder(
+        self, tmp_path: Path
+    ) -> None:
+        """Ray ends an actor so: SIGKILL to the worker and to each of its child processes, the MCP servers among them,
+        but not to their own children."""
+        script = tmp_path / "actor.py"
+        command = scripted("--child")
+        script.write_text(
+            textwrap.dedent(f"""
+            import json, sys, time
+            sys.path.insert(0, {str(ROOT)!r})
+            from agent_env import AgentEnv
+            from agent_env.mcp import StdioServer
+            from agent_env.mcp._supervisor import owner_mark
+            server = StdioServer({command[0]!r}, {command[1:]!r}, cwd="{{episode_dir}}")
+            env = AgentEnv.mcp(server, warm=1)
+            session = env.open()
+            session.reset()
+            print(json.dumps(owner_mark()), flush=True)
+            time.sleep(600)
+            """)
+        )
+        actor = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+        try:
+            owner = json.loads(actor.stdout.readline())  # type: ignore[union-attr]
+            # an episode's server and a spare, each with its child
+            assert wait_until(lambda: len(marked_processes(OWNER_MARK, owner)) == 4)
+            assert len(scratch_folders(owner)) == 2
+        finally:
+            for pid in [actor.pid, *children_of(actor.pid)]:
+                os.kill(pid, signal.SIGKILL)
+            actor.wait()
+        assert wait_until(lambda: not marked_processes(OWNER_MARK, owner), timeout=10), (
+            "the servers' children outlived them"
+        )
+        assert wait_until(lambda: not scratch_folders(owner)), "scratch folders were left"
+
+
+def children_of(pid: int) -> list[int]:
+    """The live child processes of `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and fields[1] == str(pid) and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
 
 def scratch_folders(owner: str) -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob(f"agent-env-mcp-{owner}-*"))

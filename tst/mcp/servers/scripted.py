@@ -3,7 +3,7 @@ features no third-party server here shows: a score tool, process state, hangs, e
 and changing tool lists, and tools agent_env cannot publish.
 
 Usage: python scripted.py [--pages N] [--tools-from FILE] [--junk banner|mangle] [--unpublishable] [--crash-on-start]
-       [--start-delay SECONDS]
+       [--start-delay SECONDS] [--child]
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from typing import Any
@@ -83,7 +84,10 @@ def main() -> None:
     parser.add_argument("--unpublishable", action="store_true")
     parser.add_argument("--crash-on-start", action="store_true")
     parser.add_argument("--start-delay", type=float, default=0.0)
+    parser.add_argument("--child", action="store_true")
     options = parser.parse_args()
+    if options.child:  # a server that runs a helper process of its own, which inherits its stdio (npx does)
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     time.sleep(options.start_delay)  # a server slow to start (a big runtime loading)
     if options.crash_on_start:
         print("scripted: cannot start: the configuration is missing", file=sys.stderr)
