@@ -20,7 +20,7 @@ import pytest
 
 from agent_env import AgentEnv
 from agent_env.mcp import HttpServer, StdioServer, ToolsChangedError
-from agent_env.mcp._supervisor import OWNER_MARK, SERVER_MARK, marked_processes
+from agent_env.mcp._supervisor import OWNER_MARK, SERVER_MARK, marked_processes, owner_mark
 from agent_env.server.errors import (
     CallTimeoutError,
     EpisodeNotFoundError,
@@ -283,6 +283,56 @@ def served_desk() -> object:
 
 
 class TestNothingOutlivesItsOwner:
+    def test_a_servers_own_children_stop_with_its_episode(self, environments: Make) -> None:
+        env = environments(AgentEnv.mcp, server("--child"), warm=0)
+        with env.open() as session:
+            session.reset()
+            connection = connection_of(session)
+            assert wait_until(lambda: len(marked_processes(SERVER_MARK, connection.id)) == 2)  # type: ignore[attr-defined]
+            session.reward()
+            assert wait_until(lambda: not marked_processes(SERVER_MARK, connection.id))  # type: ignore[attr-defined]
+
+    def test_a_server_that_ignores_the_end_of_stdin_and_sigterm_is_killed_with_its_episode(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server("--stubborn"), warm=0)
+        with env.open() as session:
+            session.reset()
+            connection = connection_of(session)
+            session.reward()
+            assert wait_until(lambda: not marked_processes(SERVER_MARK, connection.id), timeout=15)  # type: ignore[attr-defined]
+
+    def test_many_episodes_leave_no_processes_files_threads_or_folders_behind(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server(cwd="{episode_dir}"), warm=1)
+        pool = env.provider.environment.runtime.pools[""]
+
+        def held() -> tuple[int, int, int, int]:
+            """Open files, threads, server processes and scratch folders of this process."""
+            return (
+                len(os.listdir("/proc/self/fd")),
+                threading.active_count(),
+                len(servers_left()),
+                len(scratch_folders(owner_mark())),
+            )
+
+        def play(episodes: int) -> None:
+            for _ in range(episodes):
+                with env.open() as session:
+                    session.reset()
+                    session.call_tool("count", {})
+                    session.reward()
+
+        def settled() -> bool:
+            return pool.spares() == 1 and not pool._starting and len(servers_left()) == 1
+
+        play(3)  # the pools, the loop's worker threads and the reaper are up
+        assert wait_until(settled)
+        before = held()
+        play(12)
+        assert wait_until(lambda: settled() and held() == before), f"held {held()}, not {before}"
+
     def test_the_servers_of_a_process_killed_with_sigkill_are_reaped(self, tmp_path: Path) -> None:
         script = tmp_path / "trainer.py"
         script.write_text(

@@ -3,7 +3,7 @@ features no third-party server here shows: a score tool, process state, hangs, e
 and changing tool lists, and tools agent_env cannot publish.
 
 Usage: python scripted.py [--pages N] [--tools-from FILE] [--junk banner|mangle] [--unpublishable] [--crash-on-start]
-       [--start-delay SECONDS] [--child]
+       [--start-delay SECONDS] [--child] [--stubborn]
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -85,7 +86,10 @@ def main() -> None:
     parser.add_argument("--crash-on-start", action="store_true")
     parser.add_argument("--start-delay", type=float, default=0.0)
     parser.add_argument("--child", action="store_true")
+    parser.add_argument("--stubborn", action="store_true")
     options = parser.parse_args()
+    if options.stubborn:  # a server that ignores SIGTERM, and the end of its stdin (below)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if options.child:  # a server that runs a helper process of its own, which inherits its stdio (npx does)
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     time.sleep(options.start_delay)  # a server slow to start (a big runtime loading)
@@ -104,6 +108,8 @@ def main() -> None:
         sys.stdout.write("JUNK")  # no newline: it is glued to the first message the server writes
         sys.stdout.flush()
     anyio.run(serve, tools, options.pages)
+    while options.stubborn:
+        time.sleep(1)
 
 
 async def serve(tools: dict[str, dict[str, Any]], pages: int) -> None:
