@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import keyword
 import logging
 import math
 import re
@@ -282,8 +283,10 @@ _NOT_IDENTIFIER = re.compile(r"\W", re.ASCII)
 
 
 def _identifier(name: str) -> str:
-    """`name` with every character that cannot be in a Python identifier made `_` (`get-sum` -> `get_sum`)."""
-    return name if name.isidentifier() else _NOT_IDENTIFIER.sub("_", name)
+    """`name` with every character that cannot be in a Python identifier made `_` (`get-sum` -> `get_sum`), and a
+    `_` after a keyword (`import` -> `import_`), which cannot name a function either."""
+    safe = name if name.isidentifier() else _NOT_IDENTIFIER.sub("_", name)
+    return f"{safe}_" if keyword.iskeyword(safe) else safe
 
 
 __all__ = ["ServerSet"]

@@ -57,9 +57,11 @@ class TestPublishedNames:
             ("a/b c", "a_b_c"),
             ("read_graph", "read_graph"),
             ("lire_été", "lire_été"),  # already an identifier: kept
+            ("import", "import_"),  # a keyword cannot name a Python function
+            ("class-info", "class_info"),
         ],
     )
-    def test_every_character_that_cannot_be_in_an_identifier_becomes_an_underscore(
+    def test_every_character_that_cannot_be_in_an_identifier_becomes_an_underscore_and_a_keyword_gains_one(
         self, listed: str, published: str
     ) -> None:
         assert _identifier(listed) == published
