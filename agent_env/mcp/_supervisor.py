@@ -1,11 +1,13 @@
 """Server processes that never outlive their owner: each carries its owner's mark, and a reaper kills what is left.
 
 Every stdio server this process starts gets two environment variables, which its own children inherit: this
-process's owner mark and a mark of its own. A small reaper process (no child of this one, so that whatever kills
-this process with its children spares it), started with the first server, waits on a pipe from this process; when the pipe closes (this process exited, crashed, or was killed with SIGKILL), it kills every
-process that carries the owner mark, with its process group, and removes the scratch folders named after the mark. A single server (one that hangs, or outlived a clean
-shutdown) is killed by its own mark. Processes are found through `/proc`, so on systems without it (macOS) only the
-MCP SDK's own shutdown (stdin closed, then the process group terminated) applies.
+process's owner mark and a mark of its own. A small reaper process, started with the first server, waits on a pipe
+from this process; when the pipe closes (this process exited, crashed, or was killed with SIGKILL), it kills every
+process that carries the owner mark, with its process group, and removes the scratch folders named after the mark.
+The reaper is no child of this process, so that whatever kills this process with its children (Ray, ending an actor)
+spares it. A single server (one that hangs, or outlived a clean shutdown) is killed by its own mark. Processes are
+found through `/proc`, so on systems without it (macOS) only the MCP SDK's own shutdown (stdin closed, then the
+process group terminated) applies.
 """
 
 from __future__ import annotations
