@@ -1,9 +1,10 @@
 """An MCP tool result as the model reads it: text joined, structured content as JSON, media named, long ones cut.
 
 - Text blocks are joined with newlines.
-- `structuredContent` is shown as compact JSON, once: a text block whose JSON equals it is its serialization (the spec
-  asks servers to send both) and is not shown; other text stays, before it. An object that only wraps what the text
-  says (server-filesystem's `{"content": text}`, FastMCP's `{"result": value}`) is not shown at all.
+- `structuredContent` is shown as compact JSON, once: a text block whose JSON equals it (or its only value) is its
+  serialization (the spec asks servers to send both) and is not shown; other text stays, before it. An object of one
+  string or number that the text already says (server-filesystem's `{"content": text}`, FastMCP's `{"result": 5}`)
+  is not shown at all.
 - Images, audio and resources are never dropped silently: each is named with its type and size, and an embedded
   text resource is shown with its text.
 - A result longer than the limit is cut, with a note that says how long it was and why it was cut.
@@ -115,23 +116,31 @@ def _dump(block: Any) -> dict[str, Any]:
 
 
 def _serializes(text: str, structured: Any) -> bool:
-    """Whether `text` is JSON whose value is `structured` (any formatting)."""
+    """Whether `text` is JSON whose value is `structured`, or the only value of it (any formatting): server-memory
+    answers `{"entities": [...]}` with the text of the list."""
     stripped = text.strip()
     if not stripped or stripped[0] not in "{[":
         return False
     try:
-        return bool(json.loads(stripped) == structured)
+        value = json.loads(stripped)
     except ValueError:
         return False
+    return bool(value == structured or (_single(structured) and value == next(iter(structured.values()))))
 
 
 def _wraps(structured: Any, text: str) -> bool:
-    """Whether `structured` is an object of one value that `text` already says: that string, or that JSON."""
-    if not (isinstance(structured, dict) and len(structured) == 1 and text):
+    """Whether `structured` is an object of one string or number that `text` already says (server-filesystem's
+    `{"content": text}`, FastMCP's `{"result": 5}` with the text `5`): the text then says it better."""
+    if not (_single(structured) and text):
         return False
     (value,) = structured.values()
-    said = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return bool(said == text or (not isinstance(value, str) and _serializes(text, value)))
+    if isinstance(value, dict | list):
+        return False
+    return bool(value == text if isinstance(value, str) else json.dumps(value) == text)
+
+
+def _single(structured: Any) -> bool:
+    return isinstance(structured, dict) and len(structured) == 1
 
 
 def _decoded_size(data: Any) -> str:

@@ -43,6 +43,14 @@ class TestStructuredContent:
         assert read.text == '{"entities":[{"name":"Ada"}],"relations":[]}'
         assert read.structured == graph
 
+    def test_a_text_block_that_serializes_its_only_value_is_not_shown_twice(self) -> None:
+        # server-memory answers create_entities with the list as text, and {"entities": that list}
+        entities = [{"name": "Ada", "observations": []}]
+        read = read_result(
+            result(text('[\n  {"name": "Ada", "observations": []}\n]'), structured={"entities": entities})
+        )
+        assert read.text == '{"entities":[{"name":"Ada","observations":[]}]}'
+
     def test_a_json_text_block_that_says_something_else_is_kept(self) -> None:
         read = read_result(result(text("plain"), text('{"a": 1}'), structured={"b": 2}))
         assert read.text == 'plain\n{"a": 1}\n{"b":2}'
