@@ -137,7 +137,7 @@ class ServerPool:
 
     async def _acquire_shared(self, episode: str) -> Connection:
         async with self._shared_lock:
-            if self._shared is None or not await self._shared.ping():  # it may have died between episodes
+            if self._shared is None or await self._shared.gone():  # it may have died between episodes
                 if self._shared is not None:
                     _spawn(self._shared.close())
                 self._shared = await self._open(verify=True)

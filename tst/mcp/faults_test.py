@@ -13,6 +13,7 @@ import sys
 import tempfile
 import textwrap
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -159,6 +160,24 @@ class TestBetweenEpisodes:
             second.reset()
             assert connection_of(second) is not killed
             assert second.call_tool("count", {}) == "1"  # a fresh process: its counter starts again
+
+    def test_a_shared_server_busy_with_another_episodes_call_is_not_taken_for_dead(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server(shared=True))
+        with env.open() as busy, env.open() as other:
+            busy.reset()
+            answers: list[str] = []
+            call = threading.Thread(
+                target=lambda: answers.append(busy.call_tool("sleep", {"seconds": 4, "block": True}))
+            )
+            call.start()
+            time.sleep(0.5)  # the server now answers nothing, pings included, for 3.5 s
+            other.reset()
+            call.join(timeout=30)
+            assert answers == ["slept"]  # the busy episode's server was not stopped under it
+            assert connection_of(other) is connection_of(busy)
+            assert other.call_tool("count", {}) == "1"
 
     def test_an_episode_that_held_a_replaced_shared_server_lets_go_without_starting_processes(
         self, environments: Make

@@ -54,7 +54,13 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": "Sleep for some seconds, then answer.",
         "inputSchema": {
             "type": "object",
-            "properties": {"seconds": {"type": "number"}},
+            "properties": {
+                "seconds": {"type": "number"},
+                "block": {
+                    "type": "boolean",
+                    "description": "Hold the server: answer nothing else meanwhile.",
+                },
+            },
             "required": ["seconds"],
         },
     },
@@ -147,7 +153,10 @@ async def serve(tools: dict[str, dict[str, Any]], pages: int) -> None:
         if params.name == "echo":
             return text(arguments["text"] * arguments.get("times", 1))
         if params.name == "sleep":
-            await asyncio.sleep(arguments["seconds"])
+            if arguments.get("block"):
+                time.sleep(arguments["seconds"])  # a handler that holds the event loop: pings wait too
+            else:
+                await asyncio.sleep(arguments["seconds"])
             return text("slept")
         if params.name == "exit":
             os._exit(9)
