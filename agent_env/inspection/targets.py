@@ -43,14 +43,16 @@ def mcp_servers(values: Sequence[str]) -> StdioServer | HttpServer | dict[str, S
     prefixed `NAME_`).
 
     Raises:
-        ValueError: Several servers, not each named; a name given twice; an empty command.
+        ValueError: Several servers, not each named; a name given twice; an empty command, or a name without one.
     """
     from agent_env.mcp import server_from_text
 
     named: dict[str, StdioServer | HttpServer] = {}
     for value in values:
         name, separator, rest = value.partition("=")
-        if separator and name.isidentifier() and rest.strip():
+        if separator and name.isidentifier() and not rest.strip():
+            raise ValueError(f"--mcp {value!r} names server {name!r} but no command or URL after '='")
+        if separator and name.isidentifier():
             if name in named:
                 raise ValueError(f"--mcp names server {name!r} twice")
             named[name] = server_from_text(rest)

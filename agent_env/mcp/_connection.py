@@ -164,6 +164,16 @@ class Connection:
     async def ping(self) -> bool:
         """Whether the server answers a ping promptly (a warm process may have died while it waited); any answer
         counts, an error too (a 2026-07-28 server has no ping, and says so)."""
+        return await self._ping() is True
+
+    async def gone(self) -> bool:
+        """Whether the server is gone: its connection failed or closed, which a ping shows at once. A late answer does
+        not count: a shared server busy with another episode's call is slow, not dead."""
+        return await self._ping() is False
+
+    async def _ping(self) -> bool | None:
+        """True if the server answered a ping, False if its connection failed or closed, None if no answer came
+        within `PING_TIMEOUT`."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
@@ -171,6 +181,8 @@ class Connection:
             return False
         try:
             await asyncio.wait_for(self._client.session.send_ping(), PING_TIMEOUT)
+        except TimeoutError:
+            return None
         except MCPError as error:
             return error.code != CONNECTION_CLOSED
         except Exception:

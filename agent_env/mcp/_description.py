@@ -98,13 +98,13 @@ class MCPEnvironment:
             )
         if self.setup is not None and not callable(self.setup):
             raise ValueError(f"setup must be a function of the episode, not {short(self.setup)}")
-        if not (isinstance(self.warm, int) and not isinstance(self.warm, bool) and self.warm >= 0):
+        if not (_whole(self.warm) and self.warm >= 0):
             raise ValueError(f"warm must be a whole number of connections, 0 or more, not {self.warm!r}")
         for setting in ("call_timeout", "start_timeout"):
             seconds = getattr(self, setting)
-            if not (isinstance(seconds, int | float) and math.isfinite(seconds) and seconds > 0):
+            if not (_number(seconds) and math.isfinite(seconds) and seconds > 0):
                 raise ValueError(f"{setting} must be a positive number of seconds, not {seconds!r}")
-        if not (isinstance(self.max_result_chars, int) and self.max_result_chars > 0):
+        if not (_whole(self.max_result_chars) and self.max_result_chars > 0):
             raise ValueError(
                 f"max_result_chars must be a positive whole number, not {self.max_result_chars!r}"
             )
@@ -167,6 +167,16 @@ class MCPEnvironment:
 
 
 _build_lock = threading.RLock()
+
+
+def _whole(value: Any) -> bool:
+    """Whether `value` is an int (`True` is not a count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    """Whether `value` is an int or a float (`True` is not a number of seconds)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _splits(rows: Any) -> dict[str, list[dict[str, Any]]] | None:

@@ -7,11 +7,12 @@ servers still run; then the connections are let go and their processes stopped.
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agent_env._loop import on_background_loop, run_sync
+from agent_env._loop import background_loop, on_background_loop, run_sync
 from agent_env.environment import Environment
 from agent_env.errors import ToolError
 from agent_env.mcp._episode import Episode, ToolCall, run_user_function
@@ -39,7 +40,12 @@ class MCPToolsEnvironment(Environment):
     def reset(self, **row: Any) -> str | None:
         """Let go of the last episode's servers, take fresh ones, and run `setup` on them."""
         self._let_go()
-        episode = run_sync(self.runtime.open_episode(dict(row)))
+        opening = asyncio.run_coroutine_threadsafe(self.runtime.open_episode(dict(row)), background_loop())
+        try:
+            episode = opening.result()
+        except BaseException:  # interrupted (Ctrl-C) while its servers start: let go of them once they are up
+            opening.add_done_callback(self.runtime.let_go_unclaimed)
+            raise
         self._episode = episode
         self._score, self._scored = None, False
         self._finalizer = weakref.finalize(self, self.runtime.let_go, episode)

@@ -86,8 +86,9 @@ class ServerPool:
         return connection
 
     def release(self, connection: Connection) -> None:
-        """Let go of an episode's connection: close it (its process stops) and start a spare in its place."""
-        if connection is self._shared:
+        """Let go of an episode's connection: close it (its process stops) and start a spare in its place. A shared
+        server's connection stays (or, replaced when it died, was closed then)."""
+        if self.server.shared:
             return
         self.in_use -= 1
         spawn(connection.close())
@@ -134,7 +135,7 @@ class ServerPool:
 
     async def _acquire_shared(self, episode: str) -> Connection:
         async with self._shared_lock:
-            if self._shared is None or not self._shared.alive:
+            if self._shared is None or await self._shared.gone():  # it may have died between episodes
                 if self._shared is not None:
                     spawn(self._shared.close())
                 self._shared = await self._open(verify=True)

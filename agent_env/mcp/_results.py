@@ -1,8 +1,10 @@
 """An MCP tool result as the model reads it: text joined, structured content as JSON, media named, long ones cut.
 
 - Text blocks are joined with newlines.
-- `structuredContent` is shown as compact JSON. A text block that is itself JSON is taken for its serialization (the
-  spec asks servers to send both) and not shown twice; other text stays, before it.
+- `structuredContent` is shown as compact JSON, once: a text block whose JSON equals it (or its only value) is its
+  serialization (the spec asks servers to send both) and is not shown; other text stays, before it. An object of one
+  string or number that the text already says (server-filesystem's `{"content": text}`, FastMCP's `{"result": 5}`)
+  is not shown at all.
 - Images, audio and resources are never dropped silently: each is named with its type and size, and an embedded
   text resource is shown with its text.
 - A result longer than the limit is cut, with a note that says how long it was and why it was cut.
@@ -57,13 +59,15 @@ def read_result(result: Any, max_chars: int = DEFAULT_MAX_RESULT_CHARS) -> ToolR
 
 def result_text(blocks: list[dict[str, Any]], structured: Any) -> str:
     """The text of a result's content blocks and structured content, as the module docstring describes."""
-    parts = []
-    for block in blocks:
-        if block.get("type") == "text" and structured is not None and _is_json(block.get("text", "")):
-            continue
-        parts.append(describe(block))
-    if structured is not None:
-        parts.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
+    texts = [str(block.get("text", "")) for block in blocks if block.get("type") == "text"]
+    if structured is None or _wraps(structured, "\n".join(texts)):
+        return "\n".join(describe(block) for block in blocks)
+    parts = [
+        describe(block)
+        for block in blocks
+        if not (block.get("type") == "text" and _serializes(str(block.get("text", "")), structured))
+    ]
+    parts.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
     return "\n".join(parts)
 
 
@@ -111,15 +115,32 @@ def _dump(block: Any) -> dict[str, Any]:
     return dumped
 
 
-def _is_json(text: str) -> bool:
+def _serializes(text: str, structured: Any) -> bool:
+    """Whether `text` is JSON whose value is `structured`, or the only value of it (any formatting): server-memory
+    answers `{"entities": [...]}` with the text of the list."""
     stripped = text.strip()
     if not stripped or stripped[0] not in "{[":
         return False
     try:
-        json.loads(stripped)
+        value = json.loads(stripped)
     except ValueError:
         return False
-    return True
+    return bool(value == structured or (_single(structured) and value == next(iter(structured.values()))))
+
+
+def _wraps(structured: Any, text: str) -> bool:
+    """Whether `structured` is an object of one string or number that `text` already says (server-filesystem's
+    `{"content": text}`, FastMCP's `{"result": 5}` with the text `5`): the text then says it better."""
+    if not (_single(structured) and text):
+        return False
+    (value,) = structured.values()
+    if isinstance(value, dict | list):
+        return False
+    return bool(value == text if isinstance(value, str) else json.dumps(value) == text)
+
+
+def _single(structured: Any) -> bool:
+    return isinstance(structured, dict) and len(structured) == 1
 
 
 def _decoded_size(data: Any) -> str:

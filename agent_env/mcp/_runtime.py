@@ -9,7 +9,9 @@ against the one published.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import keyword
 import logging
 import re
 import uuid
@@ -113,6 +115,12 @@ class ServerSet:
         loop = background_loop()
         if not loop.is_closed():
             loop.call_soon_threadsafe(release)
+
+    def let_go_unclaimed(self, opening: concurrent.futures.Future[Episode]) -> None:
+        """Let go of an episode that opened after its reset stopped waiting for it (interrupted), so that its servers
+        do not run unowned until the process ends."""
+        if not opening.cancelled() and opening.exception() is None:
+            self.let_go(opening.result())
 
     async def close(self) -> None:
         """Stop every pool's spare connections."""
@@ -270,8 +278,10 @@ _NOT_IDENTIFIER = re.compile(r"\W", re.ASCII)
 
 
 def _identifier(name: str) -> str:
-    """`name` with every character that cannot be in a Python identifier made `_` (`get-sum` -> `get_sum`)."""
-    return name if name.isidentifier() else _NOT_IDENTIFIER.sub("_", name)
+    """`name` with every character that cannot be in a Python identifier made `_` (`get-sum` -> `get_sum`), and a
+    `_` after a keyword (`import` -> `import_`), which cannot name a function either."""
+    safe = name if name.isidentifier() else _NOT_IDENTIFIER.sub("_", name)
+    return f"{safe}_" if keyword.iskeyword(safe) else safe
 
 
 __all__ = ["ServerSet"]

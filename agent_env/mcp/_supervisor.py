@@ -3,9 +3,11 @@
 Every stdio server this process starts gets two environment variables, which its own children inherit: this
 process's owner mark and a mark of its own. A small reaper process, started with the first server, waits on a pipe
 from this process; when the pipe closes (this process exited, crashed, or was killed with SIGKILL), it kills every
-process that carries the owner mark, with its process group, and removes the scratch folders named after the mark. A single server (one that hangs, or outlived a clean
-shutdown) is killed by its own mark. Processes are found through `/proc`, so on systems without it (macOS) only the
-MCP SDK's own shutdown (stdin closed, then the process group terminated) applies.
+process that carries the owner mark, with its process group, and removes the scratch folders named after the mark.
+The reaper is no child of this process, so that whatever kills this process with its children (Ray, ending an actor)
+spares it. A single server (one that hangs, or outlived a clean shutdown) is killed by its own mark. Processes are
+found through `/proc`, so on systems without it (macOS) only the MCP SDK's own shutdown (stdin closed, then the
+process group terminated) applies.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ _PROC = Path("/proc")
 
 _REAPER = r"""
 import os, signal, sys
+if os.fork():
+    os._exit(0)  # the reaper goes on as a grandchild, no child of its owner (see _start_reaper)
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 sys.stdin.buffer.read()
@@ -90,8 +94,11 @@ _owner = _Owner()
 
 
 def _start_reaper(mark: str) -> subprocess.Popen[bytes] | None:
+    """Start the reaper, holding the write end of its pipe. The process started forks the reaper and exits, so the
+    reaper is no child of this process: a supervisor that kills a process with its children (Ray, when it ends an
+    actor) leaves it to do its work."""
     try:
-        return subprocess.Popen(
+        launcher = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", _REAPER, mark, tempfile.gettempdir(), _scratch_prefix(mark)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -99,11 +106,13 @@ def _start_reaper(mark: str) -> subprocess.Popen[bytes] | None:
             start_new_session=True,  # neither Ctrl-C nor a signal to this process's group reaches it
             close_fds=True,
         )
+        launcher.wait()
     except OSError as error:
         logger.warning(
             "agent_env: no reaper for MCP server processes (%s); a crash may leave them running", error
         )
         return None
+    return launcher
 
 
 def _scratch_prefix(mark: str) -> str:

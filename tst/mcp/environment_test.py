@@ -4,6 +4,7 @@ reward on live servers, rows, and what is refused at build time."""
 
 from __future__ import annotations
 
+import json
 import logging
 import pickle
 import threading
@@ -17,7 +18,7 @@ from agent_env import AgentEnv, ToolArgumentError, ToolDefinitionError, ToolErro
 from agent_env.errors import RewardError
 from agent_env.mcp import Episode, MCPEnvironment, StdioServer
 from agent_env.mcp._supervisor import SERVER_MARK, marked_processes
-from tst.mcp.conftest import node_server, python_server, scripted
+from tst.mcp.conftest import node_server, python_server, scripted, wait_until
 
 PROMPT = [{"role": "user", "content": "Record the team."}]
 ADA = {"name": "Ada", "entityType": "person", "observations": ["engineer"]}
@@ -230,15 +231,11 @@ class TestEpisodes:
                 session.call_tool("create_entities", {"entities": [ADA]})
                 assert session.reward() == 1.0  # never 2: the second episode's server is a fresh one
         assert folders[0] != folders[1]
-        from tst.mcp.conftest import wait_until
-
         assert wait_until(lambda: not any(folder.exists() for folder in folders))
 
     def test_a_reset_takes_a_server_started_ahead_of_it(self, environments: Make) -> None:
         env = environments(AgentEnv.mcp, memory(), warm=2)
         pool = env.provider.environment.runtime.pools[""]
-        from tst.mcp.conftest import wait_until
-
         assert pool.spares() == 1  # the server that listed the tools waits for the first episode
         with env.open() as session:
             for _ in range(3):
@@ -291,6 +288,46 @@ class TestEpisodes:
             session.call_tool("graph_create_entities", {"entities": [ADA]})
             assert '"Ada"' in session.call_tool("graph_read_graph", {})
             assert "Etc/UTC" in session.call_tool("clock_get_current_time", {"timezone": "Etc/UTC"})
+
+
+class TestFilesystem:
+    def test_the_episode_folder_is_the_servers_allowed_directory_and_each_result_is_read_once(
+        self, environments: Make
+    ) -> None:
+        def write_task(episode: Episode) -> str:
+            folder = episode.directory()
+            assert folder is not None
+            (folder / "notes.txt").write_text("hello world\n")
+            return f"Your files are in {folder}."
+
+        def notes_edited(episode: Episode) -> float:
+            folder = episode.directory()
+            assert folder is not None
+            return float((folder / "notes.txt").read_text() == "hello there\n")
+
+        server = StdioServer("node", [node_server("server-filesystem"), "{episode_dir}"])
+        env = environments(AgentEnv.mcp, server, setup=write_task, reward=notes_edited)
+        with env.open() as session:
+            folder = session.reset(prompt=PROMPT).removeprefix("Your files are in ").removesuffix(".")
+            # server-filesystem answers with its text and {"content": that text}: the model reads it once
+            assert session.call_tool("write_file", {"path": f"{folder}/todo.txt", "content": "Zoë ✓"}) == (
+                f"Successfully wrote to {folder}/todo.txt"
+            )
+            diff = session.call_tool(
+                "edit_file",
+                {"path": f"{folder}/notes.txt", "edits": [{"oldText": "world", "newText": "there"}]},
+            )
+            assert "-hello world\n+hello there" in diff and diff.count("hello there") == 1
+            tree = json.loads(session.call_tool("directory_tree", {"path": folder}))
+            assert sorted(entry["name"] for entry in tree) == ["notes.txt", "todo.txt"]
+            with pytest.raises(ToolError, match="Access denied - path outside allowed directories"):
+                session.call_tool("read_text_file", {"path": "/etc/hostname"})
+            assert session.reward() == 1.0
+            second = session.reset(prompt=PROMPT).removeprefix("Your files are in ").removesuffix(".")
+            assert json.loads(session.call_tool("directory_tree", {"path": second})) == [
+                {"name": "notes.txt", "type": "file"}
+            ]  # a fresh folder of its own; the last episode's went with its server
+            assert second != folder and wait_until(lambda: not Path(folder).exists())
 
 
 class TestRows:

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import pytest
 
 from agent_env import AgentEnv
 from agent_env.mcp import HttpServer, StdioServer, ToolsChangedError
-from agent_env.mcp._supervisor import OWNER_MARK, SERVER_MARK, marked_processes
+from agent_env.mcp._supervisor import OWNER_MARK, SERVER_MARK, marked_processes, owner_mark
 from agent_env.server.errors import (
     CallTimeoutError,
     EpisodeNotFoundError,
@@ -39,6 +41,11 @@ def server(*options: str, **settings: object) -> StdioServer:
 def connection_of(session: object) -> object:
     (connection,) = session.environment._episode._connections.values()  # type: ignore[attr-defined]
     return connection
+
+
+def connection_of_pool(env: AgentEnv) -> object:
+    """The shared connection of a single-server environment."""
+    return env.provider.environment.runtime.pools[""]._shared  # type: ignore[attr-defined]
 
 
 class TestStarting:
@@ -81,7 +88,10 @@ class TestDuringAnEpisode:
     def test_a_server_that_dies_fails_its_episode_and_the_next_reset_gets_a_fresh_one(
         self, environments: Make
     ) -> None:
-        env = environments(AgentEnv.mcp, StdioServer("node", [node_server("server-memory")]))
+        memory = StdioServer(
+            "node", [node_server("server-memory")], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"}
+        )  # a file of its own: the server's default one is shared by every run of this installation
+        env = environments(AgentEnv.mcp, memory)
         with env.open() as session:
             session.reset()
             dead = connection_of(session)
@@ -128,6 +138,92 @@ class TestDuringAnEpisode:
                 session.call_tool("count", {})
             session.reset()
             assert session.call_tool("count", {}) == "1"
+
+
+class TestBetweenEpisodes:
+    def test_a_warm_spare_killed_while_it_waits_is_never_handed_out(self, environments: Make) -> None:
+        env = environments(AgentEnv.mcp, server(), warm=1)
+        pool = env.provider.environment.runtime.pools[""]
+        (spare,) = pool._spares
+        (pid,) = marked_processes(SERVER_MARK, spare.id)
+        os.kill(pid, signal.SIGKILL)
+        with env.open() as session:
+            session.reset()
+            assert connection_of(session) is not spare
+            assert session.call_tool("count", {}) == "1"
+
+    def test_a_shared_server_killed_between_episodes_is_started_again_for_the_next_one(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server(shared=True))
+        with env.open() as first:
+            first.reset()
+            assert first.call_tool("count", {}) == "1"
+            first.reward()
+            killed = connection_of_pool(env)
+        (pid,) = marked_processes(SERVER_MARK, killed.id)  # type: ignore[attr-defined]
+        os.kill(pid, signal.SIGKILL)
+        with env.open() as second:
+            second.reset()
+            assert connection_of(second) is not killed
+            assert second.call_tool("count", {}) == "1"  # a fresh process: its counter starts again
+
+    def test_a_shared_server_busy_with_another_episodes_call_is_not_taken_for_dead(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server(shared=True))
+        with env.open() as busy, env.open() as other:
+            busy.reset()
+            answers: list[str] = []
+            call = threading.Thread(
+                target=lambda: answers.append(busy.call_tool("sleep", {"seconds": 4, "block": True}))
+            )
+            call.start()
+            time.sleep(0.5)  # the server now answers nothing, pings included, for 3.5 s
+            other.reset()
+            call.join(timeout=30)
+            assert answers == ["slept"]  # the busy episode's server was not stopped under it
+            assert connection_of(other) is connection_of(busy)
+            assert other.call_tool("count", {}) == "1"
+
+    def test_an_episode_that_held_a_replaced_shared_server_lets_go_without_starting_processes(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server(shared=True))
+        pool = env.provider.environment.runtime.pools[""]
+        held = env.open()
+        held.reset()
+        old = connection_of(held)
+        os.kill(marked_processes(SERVER_MARK, old.id)[0], signal.SIGKILL)  # type: ignore[attr-defined]
+        with env.open() as other:
+            other.reset()
+            assert other.call_tool("count", {}) == "1"
+            new = connection_of(other)
+            held.close()  # lets go of the dead one
+            assert wait_until(lambda: not marked_processes(SERVER_MARK, old.id))  # type: ignore[attr-defined]
+            assert not wait_until(lambda: len(servers_left()) > 1, timeout=3), (
+                f"a shared server runs one process, not {len(servers_left())}"
+            )
+            assert (pool.in_use, pool.spares(), connection_of(other)) == (0, 0, new)
+
+
+class TestInterrupted:
+    def test_a_reset_interrupted_by_ctrl_c_lets_go_of_the_server_it_was_starting(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server("--start-delay", "2"), warm=0, start_timeout=20)
+        pool = env.provider.environment.runtime.pools[""]
+        with env.open() as holder, env.open() as interrupted:
+            holder.reset()  # takes the one spare: the next reset waits on a server that takes 2 s to start
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+            with pytest.raises(KeyboardInterrupt):
+                interrupted.reset()
+            assert wait_until(lambda: pool.in_use == 1, timeout=15), (
+                f"{pool.in_use} connections are out with episodes, not the 1 that holder has"
+            )
+            interrupted.reset()  # the session is as it was: it starts an episode
+            assert interrupted.call_tool("count", {}) == "1"
+        # the environments fixture checks that the server started for the interrupted reset is gone too
 
 
 class TestJunkOnStdout:
@@ -213,6 +309,56 @@ def served_desk() -> object:
 
 
 class TestNothingOutlivesItsOwner:
+    def test_a_servers_own_children_stop_with_its_episode(self, environments: Make) -> None:
+        env = environments(AgentEnv.mcp, server("--child"), warm=0)
+        with env.open() as session:
+            session.reset()
+            connection = connection_of(session)
+            assert wait_until(lambda: len(marked_processes(SERVER_MARK, connection.id)) == 2)  # type: ignore[attr-defined]
+            session.reward()
+            assert wait_until(lambda: not marked_processes(SERVER_MARK, connection.id))  # type: ignore[attr-defined]
+
+    def test_a_server_that_ignores_the_end_of_stdin_and_sigterm_is_killed_with_its_episode(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server("--stubborn"), warm=0)
+        with env.open() as session:
+            session.reset()
+            connection = connection_of(session)
+            session.reward()
+            assert wait_until(lambda: not marked_processes(SERVER_MARK, connection.id), timeout=15)  # type: ignore[attr-defined]
+
+    def test_many_episodes_leave_no_processes_files_threads_or_folders_behind(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, server(cwd="{episode_dir}"), warm=1)
+        pool = env.provider.environment.runtime.pools[""]
+
+        def held() -> tuple[int, int, int, int]:
+            """Open files, threads, server processes and scratch folders of this process."""
+            return (
+                len(os.listdir("/proc/self/fd")),
+                threading.active_count(),
+                len(servers_left()),
+                len(scratch_folders(owner_mark())),
+            )
+
+        def play(episodes: int) -> None:
+            for _ in range(episodes):
+                with env.open() as session:
+                    session.reset()
+                    session.call_tool("count", {})
+                    session.reward()
+
+        def settled() -> bool:
+            return pool.spares() == 1 and not pool._starting and len(servers_left()) == 1
+
+        play(3)  # the pools, the loop's worker threads and the reaper are up
+        assert wait_until(settled)
+        before = held()
+        play(12)
+        assert wait_until(lambda: settled() and held() == before), f"held {held()}, not {before}"
+
     def test_the_servers_of_a_process_killed_with_sigkill_are_reaped(self, tmp_path: Path) -> None:
         script = tmp_path / "trainer.py"
         script.write_text(
@@ -243,6 +389,56 @@ class TestNothingOutlivesItsOwner:
         )
         assert wait_until(lambda: not scratch_folders(owner)), "the reaper left scratch folders"
         assert not servers_left()
+
+    def test_a_supervisor_that_kills_the_trainer_with_its_children_leaves_no_server_or_folder(
+        self, tmp_path: Path
+    ) -> None:
+        """Ray ends an actor so: SIGKILL to the worker and to each of its child processes, the MCP servers among them,
+        but not to their own children."""
+        script = tmp_path / "actor.py"
+        command = scripted("--child")
+        script.write_text(
+            textwrap.dedent(f"""
+            import json, sys, time
+            sys.path.insert(0, {str(ROOT)!r})
+            from agent_env import AgentEnv
+            from agent_env.mcp import StdioServer
+            from agent_env.mcp._supervisor import owner_mark
+            server = StdioServer({command[0]!r}, {command[1:]!r}, cwd="{{episode_dir}}")
+            env = AgentEnv.mcp(server, warm=1)
+            session = env.open()
+            session.reset()
+            print(json.dumps(owner_mark()), flush=True)
+            time.sleep(600)
+            """)
+        )
+        actor = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+        try:
+            owner = json.loads(actor.stdout.readline())  # type: ignore[union-attr]
+            # an episode's server and a spare, each with its child
+            assert wait_until(lambda: len(marked_processes(OWNER_MARK, owner)) == 4)
+            assert len(scratch_folders(owner)) == 2
+        finally:
+            for pid in [actor.pid, *children_of(actor.pid)]:
+                os.kill(pid, signal.SIGKILL)
+            actor.wait()
+        assert wait_until(lambda: not marked_processes(OWNER_MARK, owner), timeout=10), (
+            "the servers' children outlived them"
+        )
+        assert wait_until(lambda: not scratch_folders(owner)), "scratch folders were left"
+
+
+def children_of(pid: int) -> list[int]:
+    """The live child processes of `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and fields[1] == str(pid) and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
 
 
 def scratch_folders(owner: str) -> list[Path]:

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,11 @@ def servers_of(pid: int) -> list[int]:
             if any(item.startswith(prefix) for item in environ):
                 found.append(int(entry))
     return found
+
+
+def scratch_folders_of(pid: int) -> list[Path]:
+    """The `{episode_dir}` folders of the servers that process `pid` started (named after its owner mark)."""
+    return list(Path(tempfile.gettempdir()).glob(f"agent-env-mcp-{pid}-*"))
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +130,9 @@ def test_an_mcp_environment_runs_on_ray_actors(ray_cluster: str) -> None:
     finally:
         env.provider.shutdown()
     assert wait_until(lambda: not servers_of(pid), timeout=15)  # and they died with it
+    assert wait_until(lambda: not scratch_folders_of(pid)), (
+        f"{{episode_dir}} folders left: {scratch_folders_of(pid)}"
+    )
 
 
 def _actor_pid(env: AgentEnv) -> int:

@@ -3,6 +3,7 @@ features no third-party server here shows: a score tool, process state, hangs, e
 and changing tool lists, and tools agent_env cannot publish.
 
 Usage: python scripted.py [--pages N] [--tools-from FILE] [--junk banner|mangle] [--unpublishable] [--crash-on-start]
+       [--start-delay SECONDS] [--child] [--stubborn]
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import argparse
 import asyncio
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -50,7 +54,13 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": "Sleep for some seconds, then answer.",
         "inputSchema": {
             "type": "object",
-            "properties": {"seconds": {"type": "number"}},
+            "properties": {
+                "seconds": {"type": "number"},
+                "block": {
+                    "type": "boolean",
+                    "description": "Hold the server: answer nothing else meanwhile.",
+                },
+            },
             "required": ["seconds"],
         },
     },
@@ -80,7 +90,15 @@ def main() -> None:
     parser.add_argument("--junk", choices=["banner", "mangle"])
     parser.add_argument("--unpublishable", action="store_true")
     parser.add_argument("--crash-on-start", action="store_true")
+    parser.add_argument("--start-delay", type=float, default=0.0)
+    parser.add_argument("--child", action="store_true")
+    parser.add_argument("--stubborn", action="store_true")
     options = parser.parse_args()
+    if options.stubborn:  # a server that ignores SIGTERM, and the end of its stdin (below)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if options.child:  # a server that runs a helper process of its own, which inherits its stdio (npx does)
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    time.sleep(options.start_delay)  # a server slow to start (a big runtime loading)
     if options.crash_on_start:
         print("scripted: cannot start: the configuration is missing", file=sys.stderr)
         sys.exit(3)
@@ -96,6 +114,8 @@ def main() -> None:
         sys.stdout.write("JUNK")  # no newline: it is glued to the first message the server writes
         sys.stdout.flush()
     anyio.run(serve, tools, options.pages)
+    while options.stubborn:
+        time.sleep(1)
 
 
 async def serve(tools: dict[str, dict[str, Any]], pages: int) -> None:
@@ -133,7 +153,10 @@ async def serve(tools: dict[str, dict[str, Any]], pages: int) -> None:
         if params.name == "echo":
             return text(arguments["text"] * arguments.get("times", 1))
         if params.name == "sleep":
-            await asyncio.sleep(arguments["seconds"])
+            if arguments.get("block"):
+                time.sleep(arguments["seconds"])  # a handler that holds the event loop: pings wait too
+            else:
+                await asyncio.sleep(arguments["seconds"])
             return text("slept")
         if params.name == "exit":
             os._exit(9)
