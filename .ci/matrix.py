@@ -33,7 +33,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "matrix"
-TIERS = ["tst/unit", "tst/trl", "tst/mcp"]  # the unit, TRL and MCP tiers; `make test` runs the rest on the locked versions
+TIERS = [
+    "tst/unit",
+    "tst/trl",
+    "tst/mcp",
+]  # the unit, TRL and MCP tiers; `make test` runs the rest on the locked versions
 BUILD = "1"  # bump when the build steps change, so every cached venv is rebuilt
 MAIN = ["trl", "transformers", "torch"]  # the training stack; every direct dependency is listed after these
 
