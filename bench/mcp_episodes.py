@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -96,8 +98,11 @@ def overhead(name: str, arguments: dict[str, Any], rounds: int = 12, count: int 
     env = AgentEnv.mcp(memory_server(), warm=0)
     session = env.open()
     session.reset()
+    folder = tempfile.mkdtemp(
+        prefix="agent-env-bench-"
+    )  # a memory file of its own, empty, as the episode's is
     parameters = StdioServerParameters(
-        command="node", args=[MEMORY], env={"MEMORY_FILE_PATH": "/tmp/agent-env-bench.jsonl"}
+        command="node", args=[MEMORY], env={"MEMORY_FILE_PATH": f"{folder}/memory.jsonl"}
     )
 
     def synchronous() -> tuple[float, float]:  # as TRL calls a tool: from a thread, blocking
@@ -109,6 +114,8 @@ def overhead(name: str, arguments: dict[str, Any], rounds: int = 12, count: int 
     async def measure() -> list[tuple[tuple[float, float], ...]]:
         rows = []
         async with Client(parameters, cache=None) as bare:
+            await bare.call_tool("create_entities", ENTITIES)  # the same graph on both servers
+            await session.acall_tool("create_entities", ENTITIES)
             for _ in range(rounds):
                 baseline = await timed(lambda: bare.call_tool(name, arguments), count)
                 awaited = await timed(lambda: session.acall_tool(name, arguments), count)
@@ -118,6 +125,7 @@ def overhead(name: str, arguments: dict[str, Any], rounds: int = 12, count: int 
     rows = run_sync(measure())
     session.close()
     env.close()
+    shutil.rmtree(folder, ignore_errors=True)
     base_wall = [row[0][0] for row in rows]
     base_cpu = statistics.median(row[0][1] for row in rows)
     for index, label in enumerate(("bare mcp.Client", "agent_env, awaited", "agent_env, sync (TRL)")):
@@ -167,7 +175,6 @@ def live_memory(env: AgentEnv, episodes: int) -> tuple[float, float]:
 
 
 def tool_blocks() -> None:
-    from agent_env.inspection.tokens import qwen3_tokenizer_folder
     from agent_env.training.families import family_of, lower
     from agent_env.training.fidelity import PROBE, entry
     from agent_env.training.templates import resolve_template
@@ -181,7 +188,6 @@ def tool_blocks() -> None:
     print(
         f"{'server':18} {'tools':>5} {'qwen3':>7} {'gemma4 stock':>13} {'lowered':>8} {'gptoss stock':>13} {'lowered':>8}"
     )
-    qwen3_folder = qwen3_tokenizer_folder()
     for label, server in servers.items():
         env = AgentEnv.mcp(server, warm=0)
         published = env.tools()
@@ -198,7 +204,6 @@ def tool_blocks() -> None:
         print(
             f"{label:18} {len(published):5d} {counts[0]:7d} {counts[1]:13d} {counts[2]:8d} {counts[3]:13d} {counts[4]:8d}"
         )
-    del qwen3_folder
 
 
 def main() -> None:
