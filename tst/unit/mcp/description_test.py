@@ -103,7 +103,8 @@ class TestRows:
 
     def test_no_rows_is_a_lookup_error_that_says_so(self) -> None:
         with pytest.raises(
-            LookupError, match=r"has no dataset split 'train': it was given no rows: describe it with MCPEnvironment"
+            LookupError,
+            match=r"has no dataset split 'train': it was given no rows: describe it with MCPEnvironment",
         ):
             MCPEnvironment(SERVER).dataset_rows("train")
 
