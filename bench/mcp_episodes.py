@@ -34,9 +34,10 @@ from agent_env._loop import run_sync  # noqa: E402
 from agent_env.mcp import StdioServer  # noqa: E402
 from agent_env.mcp._supervisor import OWNER_MARK, marked_processes, owner_mark  # noqa: E402
 
-NODE = ROOT / ".cache" / "mcp-servers" / "node" / "node_modules" / "@modelcontextprotocol"
-MEMORY = str(NODE / "server-memory" / "dist" / "index.js")
-FILESYSTEM = str(NODE / "server-filesystem" / "dist" / "index.js")
+MODULES = ROOT / ".cache" / "mcp-servers" / "node" / "node_modules" / "@modelcontextprotocol"
+NODE = shutil.which("node") or str(ROOT / ".cache" / "mcp-servers" / "python" / "bin" / "node")
+MEMORY = str(MODULES / "server-memory" / "dist" / "index.js")
+FILESYSTEM = str(MODULES / "server-filesystem" / "dist" / "index.js")
 TIME = str(ROOT / ".cache" / "mcp-servers" / "python" / "bin" / "mcp-server-time")
 ENTITIES = {
     "entities": [
@@ -54,7 +55,7 @@ RESETS = 40
 
 
 def memory_server() -> StdioServer:
-    return StdioServer("node", [MEMORY], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"})
+    return StdioServer(NODE, [MEMORY], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"})
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -102,7 +103,7 @@ def overhead(name: str, arguments: dict[str, Any], rounds: int = 12, count: int 
         prefix="agent-env-bench-"
     )  # a memory file of its own, empty, as the episode's is
     parameters = StdioServerParameters(
-        command="node", args=[MEMORY], env={"MEMORY_FILE_PATH": f"{folder}/memory.jsonl"}
+        command=NODE, args=[MEMORY], env={"MEMORY_FILE_PATH": f"{folder}/memory.jsonl"}
     )
 
     def synchronous() -> tuple[float, float]:  # as TRL calls a tool: from a thread, blocking
@@ -182,7 +183,7 @@ def tool_blocks() -> None:
 
     servers = {
         "server-memory": memory_server(),
-        "server-filesystem": StdioServer("node", [FILESYSTEM, "{episode_dir}"]),
+        "server-filesystem": StdioServer(NODE, [FILESYSTEM, "{episode_dir}"]),
         "mcp-server-time": StdioServer(TIME),
     }
     print(

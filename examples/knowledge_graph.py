@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 from agent_env.mcp import Episode, MCPEnvironment, StdioServer
 
 ROOT = Path(__file__).resolve().parents[1]
+NODE = shutil.which("node") or str(
+    ROOT / ".cache/mcp-servers/python/bin/node"
+)  # `make mcp-servers` puts one there
 MEMORY_SERVER = os.environ.get(
     "AGENT_ENV_MEMORY_SERVER",
     str(ROOT / ".cache/mcp-servers/node/node_modules/@modelcontextprotocol/server-memory/dist/index.js"),
@@ -86,9 +90,7 @@ def graph_match(episode: Episode) -> float:
 
 
 environment = MCPEnvironment(
-    StdioServer(
-        "node", [MEMORY_SERVER], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"}, name="memory"
-    ),
+    StdioServer(NODE, [MEMORY_SERVER], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"}, name="memory"),
     reward=graph_match,
     rows={"train": ROWS[:6], "test": ROWS[6:]},
     tools=["create_entities", "create_relations", "add_observations", "read_graph"],

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_env.cli import app
-from tst.mcp.conftest import node_server, python_server, servers_left, wait_until
+from tst.mcp.conftest import NODE, node_server, python_server, servers_left, wait_until
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def invoke() -> Iterator[Callable[..., Any]]:
 
 
 def memory() -> str:
-    return f"node {node_server('server-memory')}"
+    return f"{NODE} {node_server('server-memory')}"
 
 
 def test_tools_lists_a_servers_tools_with_their_schemas(invoke: Callable[..., Any]) -> None:

@@ -3,6 +3,7 @@ environments closed after it, and a check that no server process outlives the te
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +18,8 @@ from tst.trl.conftest import tiny_model, tokenizer  # noqa: F401  (the TRL tier'
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALLED = ROOT / ".cache" / "mcp-servers"
+NODE = shutil.which("node") or str(INSTALLED / "python" / "bin" / "node")
+"""Node.js: on PATH, or the one `make mcp-servers` installs from PyPI where there is none."""
 SCRIPTED = Path(__file__).resolve().parent / "servers" / "scripted.py"
 EXAMPLES = ROOT / "examples"
 

@@ -18,7 +18,7 @@ from agent_env import AgentEnv, ToolArgumentError, ToolDefinitionError, ToolErro
 from agent_env.errors import RewardError
 from agent_env.mcp import Episode, MCPEnvironment, StdioServer
 from agent_env.mcp._supervisor import SERVER_MARK, marked_processes
-from tst.mcp.conftest import node_server, python_server, scripted, wait_until
+from tst.mcp.conftest import NODE, node_server, python_server, scripted, wait_until
 
 PROMPT = [{"role": "user", "content": "Record the team."}]
 ADA = {"name": "Ada", "entityType": "person", "observations": ["engineer"]}
@@ -27,7 +27,7 @@ Make = Callable[..., AgentEnv]
 
 def memory(**options: Any) -> StdioServer:
     return StdioServer(
-        "node",
+        NODE,
         [node_server("server-memory")],
         env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"},
         **options,
@@ -88,7 +88,7 @@ class TestToolsAsTheModelSeesThem:
         self, environments: Make, caplog: pytest.LogCaptureFixture
     ) -> None:
         with caplog.at_level(logging.WARNING, "agent_env.mcp"):
-            env = environments(AgentEnv.mcp, StdioServer("node", [node_server("server-everything"), "stdio"]))
+            env = environments(AgentEnv.mcp, StdioServer(NODE, [node_server("server-everything"), "stdio"]))
         names = [tool["name"] for tool in env.tools()]
         assert "get_sum" in names and "get-sum" not in names
         assert "'get-sum' as 'get_sum'" in caplog.text
@@ -305,7 +305,7 @@ class TestFilesystem:
             assert folder is not None
             return float((folder / "notes.txt").read_text() == "hello there\n")
 
-        server = StdioServer("node", [node_server("server-filesystem"), "{episode_dir}"])
+        server = StdioServer(NODE, [node_server("server-filesystem"), "{episode_dir}"])
         env = environments(AgentEnv.mcp, server, setup=write_task, reward=notes_edited)
         with env.open() as session:
             folder = session.reset(prompt=PROMPT).removeprefix("Your files are in ").removesuffix(".")

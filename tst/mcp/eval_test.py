@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from agent_env import AgentEnv
 from agent_env.cli import app
 from agent_env.evaluation import Endpoint, evaluate
-from tst.mcp.conftest import EXAMPLES, node_server, servers_left, wait_until
+from tst.mcp.conftest import EXAMPLES, NODE, node_server, servers_left, wait_until
 from tst.unit.evaluation.scripted import Answer, call, completion, scripted, tool_results
 
 sys.path.insert(0, str(EXAMPLES))
@@ -93,7 +93,13 @@ def test_the_eval_command_takes_an_mcp_environment_by_name(tmp_path: Path) -> No
 
 
 def test_the_eval_command_on_a_bare_server_says_where_rows_come_from(tmp_path: Path) -> None:
-    command = ["eval", "--mcp", f"node {node_server('server-memory')}", "--out", str(tmp_path / "run.jsonl")]
+    command = [
+        "eval",
+        "--mcp",
+        f"{NODE} {node_server('server-memory')}",
+        "--out",
+        str(tmp_path / "run.jsonl"),
+    ]
     with scripted(builder) as server:
         result = CliRunner().invoke(app, [*command, "--base-url", server.url])
     assert result.exit_code == 2

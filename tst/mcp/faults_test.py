@@ -28,7 +28,7 @@ from agent_env.server.errors import (
     ServerUnavailableError,
     UnauthorizedError,
 )
-from tst.mcp.conftest import ROOT, node_server, scripted, servers_left, wait_until
+from tst.mcp.conftest import NODE, ROOT, node_server, scripted, servers_left, wait_until
 
 Make = Callable[..., AgentEnv]
 
@@ -69,7 +69,7 @@ class TestStarting:
 
     def test_a_node_server_that_cannot_load_says_why(self, environments: Make) -> None:
         with pytest.raises(ServerUnavailableError, match=r"(?s)the end of its stderr:.*Cannot find module"):
-            environments(AgentEnv.mcp, StdioServer("node", ["/nowhere/index.js"]))
+            environments(AgentEnv.mcp, StdioServer(NODE, ["/nowhere/index.js"]))
 
     def test_a_command_that_never_speaks_mcp_times_out_is_killed_and_says_what_it_wrote(
         self, environments: Make
@@ -89,7 +89,7 @@ class TestDuringAnEpisode:
         self, environments: Make
     ) -> None:
         memory = StdioServer(
-            "node", [node_server("server-memory")], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"}
+            NODE, [node_server("server-memory")], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"}
         )  # a file of its own: the server's default one is shared by every run of this installation
         env = environments(AgentEnv.mcp, memory)
         with env.open() as session:
@@ -368,7 +368,7 @@ class TestNothingOutlivesItsOwner:
             from agent_env import AgentEnv
             from agent_env.mcp import StdioServer
             from agent_env.mcp._supervisor import owner_mark
-            memory = StdioServer("node", [{node_server("server-memory")!r}], env={{"MEMORY_FILE_PATH": "{{episode_dir}}/m"}})
+            memory = StdioServer({NODE!r}, [{node_server("server-memory")!r}], env={{"MEMORY_FILE_PATH": "{{episode_dir}}/m"}})
             env = AgentEnv.mcp(memory, warm=2)
             session = env.open()
             session.reset()

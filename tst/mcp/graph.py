@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from agent_env.mcp import Episode, MCPEnvironment, StdioServer
-from tst.mcp.conftest import INSTALLED
+from tst.mcp.conftest import INSTALLED, NODE
 
 MEMORY = INSTALLED / "node" / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
 PROMPT = [{"role": "user", "content": "Record Ada, an engineer."}]
@@ -16,7 +16,7 @@ def entities(episode: Episode) -> float:
 
 
 environment = MCPEnvironment(
-    StdioServer("node", [str(MEMORY)], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"}),
+    StdioServer(NODE, [str(MEMORY)], env={"MEMORY_FILE_PATH": "{episode_dir}/memory.jsonl"}),
     reward=entities,
     rows={"train": [{"prompt": PROMPT, "task_id": "ada"}]},
     name="graph",

@@ -16,7 +16,7 @@ import pytest
 
 from agent_env import AgentEnv
 from agent_env.mcp import HttpServer
-from tst.mcp.conftest import node_server, python_server
+from tst.mcp.conftest import NODE, node_server, python_server
 
 Make = Callable[..., AgentEnv]
 
@@ -56,7 +56,7 @@ class Running:
 def everything() -> Iterator[Running]:
     """server-everything serving streamable HTTP at /mcp (its `streamableHttp` mode) on a free port."""
     port = _free_port()
-    server = Running(["node", node_server("server-everything"), "streamableHttp"], port, {"PORT": str(port)})
+    server = Running([NODE, node_server("server-everything"), "streamableHttp"], port, {"PORT": str(port)})
     yield server
     server.stop()
 
