@@ -41,9 +41,10 @@ class Parameters:
             raise ToolDefinitionError(
                 f"tool '{tool_name}' must take the environment first (def {tool_name}(self, ...))"
             )
-        if (
-            parameters[0].annotation is not inspect.Parameter.empty
-            or parameters[0].default is not inspect.Parameter.empty
+        receiver = parameters[0]
+        # A receiver has no default; an annotated first parameter is an argument, unless it is `self` (`self: Self`).
+        if receiver.default is not inspect.Parameter.empty or (
+            receiver.annotation is not inspect.Parameter.empty and receiver.name != "self"
         ):
             raise no_self(tool_name, parameters)
         named: dict[str, inspect.Parameter] = {}

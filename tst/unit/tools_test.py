@@ -301,3 +301,18 @@ def test_an_explicit_schema_tool_without_self_is_refused_the_same_way():
         ToolDefinitionError, match=r"^tool 'lookup' does not take self: its first parameter, 'isbn'"
     ):
         define(lookup=tool(name="lookup", input_schema=schema)(no_self_explicit))
+
+
+def test_a_receiver_annotated_as_self_is_the_receiver():
+    from typing import Self
+
+    def lookup(self: Self, isbn: str) -> str:
+        """Look a book up.
+
+        Args:
+            isbn: The book's ISBN.
+        """
+        return isbn
+
+    published = define(lookup=tool(lookup)).tools["lookup"]
+    assert list(published.input_schema["properties"]) == ["isbn"]
