@@ -122,6 +122,7 @@ class LocalSession(Session):
     def reset(self, **row: Any) -> str | None:
         self._require_open()
         check_row(type(self.environment), row)
+        self.state = EpisodeState.NEW  # a reset that fails leaves no episode running, not the last one
         observation = self.environment.reset(**row)
         self.state = EpisodeState.RUNNING
         self._ended_by = "end_turn was called"

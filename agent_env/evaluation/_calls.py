@@ -15,6 +15,7 @@ from agent_env.errors import (
     UnknownToolError,
 )
 from agent_env.evaluation._messages import tool_text, unknown_tool, unreadable_arguments, unsupported_call
+from agent_env.server.errors import RemoteError
 from agent_env.session import Session
 
 ACCEPTED = "accepted"
@@ -71,6 +72,9 @@ async def run_call(session: Session, call: ToolCall, schemas: Mapping[str, Any])
     """Run `call` on `session` and say what the model reads, as TRL would: the name first (a name no tool has is
     not found, whatever its arguments), then the arguments, validated by the session against the published schema.
 
+    Raises:
+        RemoteError: The environment's host or server failed (not the model): its episode ends, unscored.
+
     Args:
         session: The episode's session.
         call: The call.
@@ -86,6 +90,8 @@ async def run_call(session: Session, call: ToolCall, schemas: Mapping[str, Any])
         return CallOutcome("not_json", tool_text(error=error))
     try:
         result = await session.acall_tool(call.name, arguments)
+    except RemoteError:  # the environment's host or server failed, not the model: the episode ends, unscored
+        raise
     except Exception as error:  # TRL catches every Exception a tool raises and tells the model
         return CallOutcome(verdict_of(error), tool_text(error=error))
     return CallOutcome(ACCEPTED, tool_text(result))

@@ -3,8 +3,9 @@
 An episode ends when an accepted `end_turn` call ends it, on a reply with no tool calls, or after `max_turns`
 replies; its reward is then the environment's (`session.reward()`, which ends a running episode first). A reply's
 calls run in order through the session, each answered by a tool message, as TRL's tool loop runs them. A request
-that fails for good, or an environment that raises outside a tool call, ends the episode as `error`, unscored;
-the run goes on.
+that fails for good, an environment that raises outside a tool call, or a tool call whose environment's host or
+server fails (a `RemoteError`: a served episode gone, a Ray actor lost, an MCP server dead) ends the episode as
+`error`, unscored; the run goes on.
 """
 
 from __future__ import annotations

@@ -8,17 +8,27 @@ extra (the official `mcp` SDK), which is imported only when a server starts.
 
 from __future__ import annotations
 
-from agent_env.mcp._connection import ToolsChangedError
 from agent_env.mcp._description import MCPEnvironment
 from agent_env.mcp._environment import MCPToolsEnvironment
 from agent_env.mcp._episode import Episode, ToolCall
 from agent_env.mcp._results import ToolResult
 from agent_env.mcp._servers import HttpServer, StdioServer, server_from_text
+from agent_env.mcp.errors import (
+    MCPServerError,
+    MCPServerLostError,
+    MCPStartError,
+    MCPTimeoutError,
+    ToolsChangedError,
+)
 
 __all__ = [
     "Episode",
     "HttpServer",
     "MCPEnvironment",
+    "MCPServerError",
+    "MCPServerLostError",
+    "MCPStartError",
+    "MCPTimeoutError",
     "MCPToolsEnvironment",
     "StdioServer",
     "ToolCall",

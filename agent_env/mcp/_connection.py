@@ -24,12 +24,12 @@ from agent_env._loop import spawn
 from agent_env.errors import AgentEnvError, ToolError
 from agent_env.mcp._servers import HttpServer, Server, StdioServer
 from agent_env.mcp._supervisor import SERVER_MARK, kill_marked, scratch_folder, server_marks
-from agent_env.server.errors import (
-    CallTimeoutError,
-    EpisodeNotFoundError,
-    RemoteError,
-    ServerUnavailableError,
-    UnauthorizedError,
+from agent_env.mcp.errors import (
+    MCPServerError,
+    MCPServerLostError,
+    MCPStartError,
+    MCPTimeoutError,
+    ToolsChangedError,
 )
 
 logger = logging.getLogger("agent_env.mcp")
@@ -43,12 +43,6 @@ PING_TIMEOUT = 2.0
 _STOP_TIMEOUT = 6.0
 """Seconds the SDK's shutdown (stdin closed, wait, terminate, kill) may take before the process is killed here."""
 CLIENT_NAME = "agent-env"
-
-
-class ToolsChangedError(RemoteError):
-    """An MCP server lists other tools than the ones the environment published when it was built."""
-
-    code = "tools_changed"
 
 
 Verify = Callable[["Connection", list[Any]], None]
@@ -99,8 +93,8 @@ class Connection:
         """Start the server (or the HTTP session) and initialize it.
 
         Raises:
-            ServerUnavailableError: It did not start, or did not answer `initialize` in time.
-            UnauthorizedError: An HTTP server refused the credentials.
+            MCPStartError: It did not start, did not answer `initialize` in time, or (over HTTP) refused the
+                credentials.
         """
         if isinstance(self.server, StdioServer) and self.server.per_episode_dir:
             self.directory = scratch_folder()
@@ -108,10 +102,14 @@ class Connection:
         try:
             await asyncio.wait_for(self._ready.wait(), self.start_timeout)
         except TimeoutError:
-            late = ServerUnavailableError(
+            hint = (
+                "check that the URL is the server's MCP endpoint and that it answers"
+                if isinstance(self.server, HttpServer)
+                else "check that the command starts an MCP server on stdio"
+            )
+            late = MCPStartError(
                 f"{self.label} did not finish starting within {self.start_timeout:g} s{self._stderr_tail()}"
-                f"{self._junk_note()}; check that the command starts an MCP server on stdio (or raise "
-                "start_timeout=)"
+                f"{self._junk_note()}; {hint} (or raise start_timeout=)"
             )
             await self.close()  # after reading its stderr, which closing removes
             raise late from None
@@ -129,13 +127,13 @@ class Connection:
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
             page = await self._request(
-                partial(self._client.list_tools, cursor=cursor), "listing its tools", refusal=RemoteError
+                partial(self._client.list_tools, cursor=cursor), "listing its tools", refusal=MCPServerError
             )
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
                 return tools
-        raise RemoteError(
+        raise MCPServerError(
             f"{self.label} lists its tools over more than {MAX_TOOL_PAGES} pages; agent_env stopped following them"
         )
 
@@ -143,8 +141,8 @@ class Connection:
         """Call one tool and return the SDK's `CallToolResult`.
 
         Raises:
-            CallTimeoutError: No answer within `timeout`; the server is killed and the episode ends.
-            EpisodeNotFoundError: The server died or was lost earlier in the episode.
+            MCPTimeoutError: No answer within `timeout`; the server is stopped and the episode's state is gone.
+            MCPServerLostError: The server died or was lost earlier in the episode.
             ToolsChangedError: The server said its tools changed, and they did.
             ToolError: The server refused the request itself (a JSON-RPC error), with its message.
         """
@@ -158,8 +156,8 @@ class Connection:
                 f"tool '{name}' got no answer from {self.label} within {timeout:g} s in episode {self.episode}"
                 f"{self._junk_note()}; the server was stopped and the episode's state is gone with it"
             )
-            await self.close()
-            raise CallTimeoutError(self._lost) from None
+            spawn(self.close())  # in the background: the caller has waited long enough
+            raise MCPTimeoutError(self._lost) from None
 
     async def ping(self) -> bool:
         """Whether the server answers a ping promptly (a warm process may have died while it waited); any answer
@@ -189,6 +187,17 @@ class Connection:
             return False
         return True
 
+    def check_alive(self) -> None:
+        """Raise what failed on this connection (the server died, hung, or changed its tools), if anything did.
+
+        Raises:
+            MCPServerLostError, ToolsChangedError: As a call would now.
+        """
+        if self._lost is not None:
+            raise MCPServerLostError(self._lost)
+        if self._tools_changed is not None:
+            raise ToolsChangedError(self._tools_changed)
+
     @property
     def alive(self) -> bool:
         """Whether the connection is open and nothing has gone wrong on it."""
@@ -203,6 +212,10 @@ class Connection:
         if self._task is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._done.wait()), _STOP_TIMEOUT)
+            if (
+                not self._done.is_set()
+            ):  # still starting (an HTTP server that never answers), or stuck closing
+                self._task.cancel()
         await asyncio.to_thread(self._clean_up)  # a scan of /proc and a folder removed: off the loop
 
     async def _request(
@@ -212,7 +225,7 @@ class Connection:
         from mcp_types import CONNECTION_CLOSED
 
         if self._lost is not None:
-            raise EpisodeNotFoundError(self._lost)
+            raise MCPServerLostError(self._lost)
         try:
             return await request()
         except MCPError as error:
@@ -224,7 +237,7 @@ class Connection:
                 "server"
             )
             spawn(self.close())
-            raise EpisodeNotFoundError(self._lost) from None
+            raise MCPServerLostError(self._lost) from None
 
     async def _run(self) -> None:
         try:
@@ -341,20 +354,20 @@ class Connection:
         except Exception as error:
             logger.debug("agent_env: relisting the tools of %s failed: %s", self.label, error)
 
-    def _start_error(self, failure: BaseException) -> RemoteError:
+    def _start_error(self, failure: BaseException) -> MCPStartError:
         cause = _root_cause(failure)
         status = self._refused_with
         if status is not None:
-            return UnauthorizedError(
+            return MCPStartError(
                 f"{self.label} refused the credentials (HTTP {status}); pass token= (or headers=) to HttpServer"
             )
         if isinstance(cause, FileNotFoundError):
-            return ServerUnavailableError(
+            return MCPStartError(
                 f"{self.label} could not start: command {self.server.command!r} was not found"  # type: ignore[union-attr]
                 " (is it installed and on PATH?)"
             )
         detail = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
-        return ServerUnavailableError(
+        return MCPStartError(
             f"{self.label} could not start or did not answer initialize ({_short(detail)}){self._stderr_tail()}"
             f"{self._junk_note()}"
         )
@@ -421,4 +434,4 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-__all__ = ["Connection", "ToolsChangedError"]
+__all__ = ["Connection"]

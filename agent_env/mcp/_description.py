@@ -122,7 +122,7 @@ class MCPEnvironment:
         Raises:
             ToolDefinitionError: A tool cannot be published (naming the server, the tool and why), unless
                 `skip_unpublishable`; a selected tool or the reward tool is not listed.
-            ServerUnavailableError, UnauthorizedError: A server did not start, or refused the credentials.
+            MCPStartError: A server did not start, or refused the credentials.
         """
         with _build_lock:
             built: type[MCPToolsEnvironment] | None = self._built.get("class")

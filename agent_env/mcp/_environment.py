@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from agent_env._loop import background_loop, on_background_loop, run_sync
 from agent_env.environment import Environment
-from agent_env.errors import ToolError
+from agent_env.errors import EpisodeStateError, ToolError
 from agent_env.mcp._episode import Episode, ToolCall, run_user_function
 from agent_env.mcp._runtime import ServerSet
 from agent_env.schema._describe import short
@@ -69,8 +69,9 @@ class MCPToolsEnvironment(Environment):
         if not self._scored:
             episode = self._episode
             if episode is None:
-                raise RuntimeError(
-                    "this episode's servers were let go (its session was closed) before its reward was read"
+                raise EpisodeStateError(
+                    "this episode's servers were let go before its reward was read: its reward function failed "
+                    "(the error it raised says why) or its session was closed; reset to start another episode"
                 )
             try:
                 self._score = self.runtime.score(episode)
@@ -97,7 +98,7 @@ class MCPToolsEnvironment(Environment):
 
         Raises:
             ToolError: The server answered with `isError` (its own text) or refused the call.
-            CallTimeoutError, EpisodeNotFoundError, ToolsChangedError: The server hung, died or changed its tools.
+            MCPTimeoutError, MCPServerLostError, ToolsChangedError: The server hung, died or changed its tools.
         """
         episode = self._episode
         if episode is None:  # scored and let go: the session has ended the episode already

@@ -39,14 +39,16 @@ class ToolResult:
     content: list[dict[str, Any]]
 
     def json(self) -> Any:
-        """The result as JSON: its structured content, else its text parsed as JSON.
+        """The result as JSON: its structured content, else its text blocks (whole, never cut) parsed as JSON.
 
         Raises:
             ValueError: It has no structured content and its text is not JSON.
         """
         if self.structured is not None:
             return self.structured
-        return json.loads(self.text)
+        return json.loads(
+            "\n".join(str(block.get("text", "")) for block in self.content if block.get("type") == "text")
+        )
 
 
 def read_result(result: Any, max_chars: int = DEFAULT_MAX_RESULT_CHARS) -> ToolResult:

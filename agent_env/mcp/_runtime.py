@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from agent_env._loop import background_loop, run_sync
 from agent_env.errors import ToolDefinitionError, ToolError
-from agent_env.mcp._connection import Connection, ToolsChangedError
+from agent_env.mcp._connection import Connection
 from agent_env.mcp._episode import Episode, run_user_function
 from agent_env.mcp._pool import ServerPool
 from agent_env.mcp._results import ToolResult, read_result
+from agent_env.mcp.errors import MCPServerError, ToolsChangedError
 from agent_env.schema import fingerprint
 from agent_env.schema._describe import short
 from agent_env.tools import Tool
@@ -94,14 +95,26 @@ class ServerSet:
 
     def score(self, episode: Episode) -> Any:
         """The episode's reward: the reward function's, or the reward tool's answer (0 without either). The session
-        holds it to being a finite number, as it holds every environment's (`checked_reward`)."""
+        holds it to being a finite number, as it holds every environment's (`checked_reward`).
+
+        An episode whose server failed (died, hung, changed its tools: its state is gone) scores 0, with a warning
+        naming the server and why: one broken rollout must not stop a trainer's step, which reads every reward.
+        """
         reward = self.source.reward
         if reward is None:
             return 0.0
-        if isinstance(reward, str):
-            key, tool = self.reward_tool or self.route(reward, None)
-            return _number(run_sync(self.send(episode, key, tool, {})), tool)
-        return run_user_function(reward, episode)
+        try:
+            for connection in episode._connections.values():
+                connection.check_alive()
+            if isinstance(reward, str):
+                key, tool = self.reward_tool or self.route(reward, None)
+                return _number(run_sync(self.send(episode, key, tool, {})), tool)
+            return run_user_function(reward, episode)
+        except MCPServerError as error:
+            logger.warning(
+                "agent_env: episode %s scores 0: its reward could not be read: %s", episode.id, error
+            )
+            return 0.0
 
     def let_go(self, episode: Episode) -> None:
         """Hand an episode's connections back (their processes stop); from any thread, never waiting."""

@@ -14,11 +14,15 @@ from typer.testing import CliRunner
 from agent_env import AgentEnv
 from agent_env.cli import app
 from agent_env.evaluation import Endpoint, evaluate
+from agent_env.mcp import MCPEnvironment, StdioServer
 from tst.mcp.conftest import EXAMPLES, NODE, node_server, servers_left, wait_until
+from tst.mcp.conftest import scripted as scripted_server
 from tst.unit.evaluation.scripted import Answer, call, completion, scripted, tool_results
 
 sys.path.insert(0, str(EXAMPLES))
 import knowledge_graph
+
+PROMPT = [{"role": "user", "content": "Count, then stop."}]
 
 
 def builder(body: dict[str, Any], headers: dict[str, str]) -> Answer:
@@ -69,6 +73,26 @@ def test_an_evaluation_plays_and_scores_episodes_on_the_server(tmp_path: Path) -
         for call in json.loads(line)["calls"]
     ]
     assert verdicts == ["invalid_arguments", "accepted", "accepted", "accepted"] * 2
+    assert wait_until(lambda: not servers_left())
+
+
+def test_an_episode_whose_server_dies_ends_as_an_error_unscored_and_the_run_goes_on(tmp_path: Path) -> None:
+    command = scripted_server()
+    environment = MCPEnvironment(
+        StdioServer(command[0], command[1:]), reward="score", rows={"test": [{"prompt": PROMPT}] * 2}
+    )
+
+    def crasher(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        return Answer(completion(tool_calls=[call("count", {}), call("exit", {})]))
+
+    env = AgentEnv.local(environment)
+    try:
+        with scripted(crasher) as server:
+            report = evaluate(env, Endpoint(server.url), out=tmp_path / "run.jsonl")
+    finally:
+        env.close()
+    assert [(episode.ended_by, episode.reward) for episode in report.episodes] == [("error", None)] * 2
+    assert "died or closed the connection" in report.episodes[0].error
     assert wait_until(lambda: not servers_left())
 
 

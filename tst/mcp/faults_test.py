@@ -20,14 +20,15 @@ from pathlib import Path
 import pytest
 
 from agent_env import AgentEnv
-from agent_env.mcp import HttpServer, StdioServer, ToolsChangedError
-from agent_env.mcp._supervisor import OWNER_MARK, SERVER_MARK, marked_processes, owner_mark
-from agent_env.server.errors import (
-    CallTimeoutError,
-    EpisodeNotFoundError,
-    ServerUnavailableError,
-    UnauthorizedError,
+from agent_env.mcp import (
+    HttpServer,
+    MCPServerLostError,
+    MCPStartError,
+    MCPTimeoutError,
+    StdioServer,
+    ToolsChangedError,
 )
+from agent_env.mcp._supervisor import OWNER_MARK, SERVER_MARK, marked_processes, owner_mark
 from tst.mcp.conftest import NODE, ROOT, node_server, scripted, servers_left, wait_until
 
 Make = Callable[..., AgentEnv]
@@ -50,14 +51,14 @@ def connection_of_pool(env: AgentEnv) -> object:
 
 class TestStarting:
     def test_a_command_that_is_not_installed_is_named(self, environments: Make) -> None:
-        with pytest.raises(ServerUnavailableError, match="command 'mcp-server-nowhere' was not found"):
+        with pytest.raises(MCPStartError, match="command 'mcp-server-nowhere' was not found"):
             environments(AgentEnv.mcp, StdioServer("mcp-server-nowhere"))
 
     def test_a_server_that_exits_at_start_is_named_with_the_end_of_its_stderr(
         self, environments: Make
     ) -> None:
         crashing = server("--crash-on-start")
-        with pytest.raises(ServerUnavailableError) as failed:
+        with pytest.raises(MCPStartError) as failed:
             environments(AgentEnv.mcp, crashing)
         message = str(failed.value)
         assert message.startswith(
@@ -68,14 +69,14 @@ class TestStarting:
         )
 
     def test_a_node_server_that_cannot_load_says_why(self, environments: Make) -> None:
-        with pytest.raises(ServerUnavailableError, match=r"(?s)the end of its stderr:.*Cannot find module"):
+        with pytest.raises(MCPStartError, match=r"(?s)the end of its stderr:.*Cannot find module"):
             environments(AgentEnv.mcp, StdioServer(NODE, ["/nowhere/index.js"]))
 
     def test_a_command_that_never_speaks_mcp_times_out_is_killed_and_says_what_it_wrote(
         self, environments: Make
     ) -> None:
         silent = StdioServer("sh", ["-c", "echo waiting for the database >&2; exec sleep 600"])
-        with pytest.raises(ServerUnavailableError) as late:
+        with pytest.raises(MCPStartError) as late:
             environments(AgentEnv.mcp, silent, start_timeout=1)
         assert str(late.value).startswith(
             f"MCP server ({silent.label}) did not finish starting within 1 s; the end"
@@ -97,25 +98,41 @@ class TestDuringAnEpisode:
             dead = connection_of(session)
             (pid,) = marked_processes(SERVER_MARK, dead.id)  # type: ignore[attr-defined]
             os.kill(pid, signal.SIGKILL)
-            with pytest.raises(EpisodeNotFoundError) as lost:
+            with pytest.raises(MCPServerLostError) as lost:
                 session.call_tool("read_graph", {})
             assert (
                 "MCP server 'memory-server' (node ...odules/@modelcontextprotocol/server-memory/dist/index.js)"
                 in str(lost.value)
             )
             assert f"died or closed the connection during episode {dead.episode}" in str(lost.value)  # type: ignore[attr-defined]
-            with pytest.raises(EpisodeNotFoundError):  # the episode stays failed
+            with pytest.raises(MCPServerLostError):  # the episode stays failed
                 session.call_tool("read_graph", {})
             session.reset()
             assert connection_of(session) is not dead
             assert json.loads(session.call_tool("read_graph", {})) == {"entities": [], "relations": []}
+
+    def test_an_episode_whose_server_died_scores_zero_saying_why_instead_of_stopping_the_trainer(
+        self, environments: Make, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        env = environments(AgentEnv.mcp, server(), reward="score")
+        with env.open() as session:
+            session.reset()
+            session.call_tool("count", {})
+            with pytest.raises(MCPServerLostError):
+                session.call_tool("exit", {})
+            with caplog.at_level(logging.WARNING, "agent_env.mcp"):
+                assert (
+                    session.reward() == 0.0
+                )  # TRL reads every rollout's reward: one lost server must not raise
+        (warning,) = [record.message for record in caplog.records if "scores 0" in record.message]
+        assert "its reward could not be read: MCP server 'scripted'" in warning and "died" in warning
 
     def test_a_server_that_exits_mid_call_fails_the_call_naming_it(self, environments: Make) -> None:
         env = environments(AgentEnv.mcp, server())
         with env.open() as session:
             session.reset()
             with pytest.raises(
-                EpisodeNotFoundError,
+                MCPServerLostError,
                 match=r"died or closed the connection during episode \w+ \(tool 'exit'\)",
             ):
                 session.call_tool("exit", {})
@@ -127,14 +144,14 @@ class TestDuringAnEpisode:
             session.reset()
             hung = connection_of(session)
             assert marked_processes(SERVER_MARK, hung.id)  # type: ignore[attr-defined]
-            with pytest.raises(CallTimeoutError) as late:
+            with pytest.raises(MCPTimeoutError) as late:
                 session.call_tool("sleep", {"seconds": 600})
             assert (
                 f"tool 'sleep' got no answer from MCP server 'scripted' ({sleepy.label}) within 1 s in episode"
                 in str(late.value)
             )
             assert wait_until(lambda: not marked_processes(SERVER_MARK, hung.id), timeout=3)  # type: ignore[attr-defined]
-            with pytest.raises(EpisodeNotFoundError, match="got no answer"):
+            with pytest.raises(MCPServerLostError, match="got no answer"):
                 session.call_tool("count", {})
             session.reset()
             assert session.call_tool("count", {}) == "1"
@@ -244,7 +261,7 @@ class TestJunkOnStdout:
         )
 
     def test_junk_that_mangles_a_message_is_named_in_the_error(self, environments: Make) -> None:
-        with pytest.raises(ServerUnavailableError) as failed:
+        with pytest.raises(MCPStartError) as failed:
             environments(AgentEnv.mcp, server("--junk", "mangle"), start_timeout=3)
         assert "did not finish starting within 3 s" in str(failed.value)
         assert "it wrote non-MCP output to stdout" in str(failed.value)
@@ -282,7 +299,7 @@ class TestToolsThatChange:
 class TestUrls:
     def test_a_url_that_refuses_connections_is_refused_when_built(self, environments: Make) -> None:
         with pytest.raises(
-            ServerUnavailableError,
+            MCPStartError,
             match=r"MCP server \(127.0.0.1:9/mcp\) could not start or did not answer initialize",
         ):
             environments(AgentEnv.mcp, HttpServer("http://127.0.0.1:9/mcp"), start_timeout=5)
@@ -291,7 +308,7 @@ class TestUrls:
         self, environments: Make, served_desk: tuple[str, str]
     ) -> None:
         url, token = served_desk
-        with pytest.raises(UnauthorizedError, match=r"refused the credentials \(HTTP 401\); pass token="):
+        with pytest.raises(MCPStartError, match=r"refused the credentials \(HTTP 401\); pass token="):
             environments(AgentEnv.mcp, HttpServer(f"{url}/mcp"))
         env = environments(AgentEnv.mcp, HttpServer(f"{url}/mcp", token=token))
         assert "submit_dam_offers" in [tool["name"] for tool in env.tools()]

@@ -81,6 +81,14 @@ def test_calls_before_reset_are_refused():
         LocalSession(ToyDesk()).call_tool("battery_status", {})
 
 
+def test_a_reset_that_fails_leaves_no_episode_running_not_the_last_one(session):
+    session.call_tool("battery_status", {})
+    with pytest.raises(TypeError):
+        session.reset(down=5)  # not a list of services: ToyDesk's reset raises
+    with pytest.raises(EpisodeNotStartedError, match="before the episode started"):
+        session.call_tool("battery_status", {})
+
+
 def test_calls_after_end_turn_are_refused_until_the_next_reset(session):
     session.call_tool("end_turn", {})
     with pytest.raises(EpisodeEndedError) as raised:

@@ -4,12 +4,13 @@ joined, structured content shown once, media and resources named with their size
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import mcp_types as types
 import pytest
 
-from agent_env.mcp._results import ToolResult, cut, read_result
+from agent_env.mcp._results import cut, read_result
 
 
 def text(value: str) -> types.TextContent:
@@ -141,11 +142,17 @@ class TestErrorsAndLimits:
 
 class TestJson:
     def test_json_is_the_structured_content_first(self) -> None:
-        assert ToolResult("5", {"result": 5}, False, []).json() == {"result": 5}
+        assert read_result(result(text("5"), structured={"result": 5})).json() == {"result": 5}
 
     def test_json_is_the_text_parsed_without_structured_content(self) -> None:
-        assert ToolResult('{"a": [1]}', None, False, []).json() == {"a": [1]}
+        assert read_result(result(text('{"a": [1]}'))).json() == {"a": [1]}
+
+    def test_json_reads_the_whole_text_of_a_result_cut_for_the_model(self) -> None:
+        long = {"entities": [{"name": f"person-{index}"} for index in range(50)]}
+        read = read_result(result(text(json.dumps(long))), max_chars=100)
+        assert read.text.endswith("(max_result_chars)]")
+        assert read.json() == long
 
     def test_json_of_text_that_is_not_json_raises(self) -> None:
         with pytest.raises(ValueError):
-            ToolResult("Entity created", None, False, []).json()
+            read_result(result(text("Entity created"))).json()
