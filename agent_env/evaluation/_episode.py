@@ -124,6 +124,15 @@ class Player:
     async def _blocking(self, function: Callable[[], Any]) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.executor, function)
 
+    async def _open(self) -> Session:
+        """A new session; one that opens after all while this episode is cancelled is closed, not left open."""
+        opening = asyncio.ensure_future(self._blocking(self.provider.open))
+        try:
+            return await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            opening.add_done_callback(_close_if_opened)
+            raise
+
     async def play(self, task: Task, arm: Arm) -> Episode:
         """Play `task` in `arm` to its end; never raises for a fault of the server, the model or the environment."""
         started = time.perf_counter()
@@ -146,7 +155,7 @@ class Player:
         faults: Counter[str] = Counter()
         session: Session | None = None
         try:
-            session = opened = await self._blocking(self.provider.open)
+            session = opened = await self._open()
             observation = await self._blocking(lambda: opened.reset(**task.row))
             record.transcript = opening(task.row.get("prompt"), own_paragraph(observation, task.row))
             record.ended_by = await self._turns(opened, arm, task, record, faults)
@@ -157,8 +166,8 @@ class Player:
             record.ended_by = "error"
             record.error = self.client.scrub(f"the environment raised {type(error).__name__}: {error}")
         finally:
-            if session is not None:
-                await self._blocking(session.close)
+            if session is not None:  # closed even when the run is cancelled (another episode failed it)
+                await asyncio.shield(self._blocking(session.close))
         record.faults = dict(faults)
         record.wall_time = round(time.perf_counter() - started, 4)
         return record
@@ -216,3 +225,8 @@ class Player:
             record.transcript.append(tool_message(call.id, outcome.content))
             ended = ended or (outcome.verdict == ACCEPTED and call.name == END_TURN)
         return ended
+
+
+def _close_if_opened(opening: asyncio.Future[Any]) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().close()

@@ -224,7 +224,16 @@ async def play_all(
             if on_episode is not None:
                 on_episode(episode, done, len(todo))
 
-    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(todo)))))
+    # A task group, not gather: when one worker fails (the run file cannot be written), the others are cancelled
+    # and close their sessions before the run's executor goes away.
+    try:
+        async with asyncio.TaskGroup() as workers:
+            for _ in range(min(concurrency, len(todo))):
+                workers.create_task(worker())
+    except (
+        BaseExceptionGroup
+    ) as failed:  # the first worker's error, as itself (an OSError the command reports)
+        raise failed.exceptions[0] from None
 
 
 def plan(provider: Provider, split: str, episodes: int | None) -> list[Task]:

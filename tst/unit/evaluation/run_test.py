@@ -173,3 +173,26 @@ def test_an_unknown_comparison_is_refused(run):
         pytest.raises(LookupError, match="unknown comparison 'schemas'; --compare takes lossy"),
     ):
         run(server.url, compare_with="schemas")
+
+
+def test_a_run_file_that_fails_stops_the_run_with_its_error_and_every_session_is_closed(run, monkeypatch):
+    from agent_env.evaluation._records import RunFile
+    from agent_env.session import LocalProvider
+
+    opened: list[Any] = []
+    real_open = LocalProvider.open
+
+    def open_and_keep(self: LocalProvider) -> Any:
+        session = real_open(self)
+        opened.append(session)
+        return session
+
+    def full_disk(self: RunFile, episode: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(LocalProvider, "open", open_and_keep)
+    monkeypatch.setattr(RunFile, "append", full_disk)
+    slow = lambda body, headers: Answer(toy_policy(body).body, delay=0.05)  # noqa: E731  (episodes overlap)
+    with scripted(slow) as server, pytest.raises(OSError, match="No space left on device"):
+        run(server.url, concurrency=4, episodes=8)
+    assert opened and all(session.state.name == "CLOSED" for session in opened)
