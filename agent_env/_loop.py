@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -28,13 +29,19 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     Every async tool of the process runs on the same loop, so resources an environment opens on it (clients,
     connections) stay usable from one call to the next.
     """
+    return submit(coroutine).result()
+
+
+def submit(coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Start `coroutine` on the background loop and return its future, from any thread but that one's (where
+    waiting on it would never end)."""
     loop = _background_loop()
     if threading.current_thread().name == "agent-env-async-tools":
         coroutine.close()
         raise RuntimeError(
             "an async tool was called synchronously from inside another async tool; await it instead"
         )
-    return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+    return asyncio.run_coroutine_threadsafe(coroutine, loop)
 
 
 async def on_background_loop(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -7,12 +7,11 @@ servers still run; then the connections are let go and their processes stopped.
 
 from __future__ import annotations
 
-import asyncio
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agent_env._loop import background_loop, on_background_loop, run_sync
+from agent_env._loop import on_background_loop, run_sync, submit
 from agent_env.environment import Environment
 from agent_env.errors import EpisodeStateError, ToolError
 from agent_env.mcp._episode import Episode, ToolCall, run_user_function
@@ -40,7 +39,7 @@ class MCPToolsEnvironment(Environment):
     def reset(self, **row: Any) -> str | None:
         """Let go of the last episode's servers, take fresh ones, and run `setup` on them."""
         self._let_go()
-        opening = asyncio.run_coroutine_threadsafe(self.runtime.open_episode(dict(row)), background_loop())
+        opening = submit(self.runtime.open_episode(dict(row)))
         try:
             episode = opening.result()
         except BaseException:  # interrupted (Ctrl-C) while its servers start: let go of them once they are up

@@ -22,6 +22,7 @@ from agent_env.errors import ToolDefinitionError, ToolError
 from agent_env.mcp._connection import Connection
 from agent_env.mcp._episode import Episode, run_user_function
 from agent_env.mcp._pool import ServerPool
+from agent_env.mcp._supervisor import owner_mark
 from agent_env.mcp._results import ToolResult, read_result
 from agent_env.mcp.errors import MCPServerError, ToolsChangedError
 from agent_env.schema import fingerprint
@@ -40,6 +41,7 @@ class ServerSet:
     """The servers of one environment class in this process: their pools, and where each published tool goes."""
 
     def __init__(self, source: MCPEnvironment) -> None:
+        owner_mark()  # start this process's reaper here, off the background loop its servers start on
         self.source = source
         self.servers = source.keyed_servers()
         self.pools = {
