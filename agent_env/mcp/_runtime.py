@@ -22,8 +22,8 @@ from agent_env.errors import ToolDefinitionError, ToolError
 from agent_env.mcp._connection import Connection
 from agent_env.mcp._episode import Episode, run_user_function
 from agent_env.mcp._pool import ServerPool
-from agent_env.mcp._supervisor import owner_mark
 from agent_env.mcp._results import ToolResult, read_result
+from agent_env.mcp._supervisor import owner_mark
 from agent_env.mcp.errors import MCPServerError, ToolsChangedError
 from agent_env.schema import fingerprint
 from agent_env.schema._describe import short
