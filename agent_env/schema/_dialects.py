@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agent_env.schema._walk import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUES
+
 Schema = dict[str, Any]
 
 # Keywords that constrain an instance (or apply subschemas that do) in at least one dialect. A keyword of this set
@@ -123,13 +125,11 @@ def upgrade(schema: Schema) -> Schema:
     return upgraded
 
 
-# Where each dialect holds subschemas (a keyword it does not know is dropped before these are walked).
-_SUBSCHEMA_MAPS = ("properties", "patternProperties", "definitions", "$defs", "dependentSchemas")
-_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
-_SUBSCHEMAS = (
-    "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else", "unevaluatedItems",
-    "unevaluatedProperties",
-)  # fmt: skip
+# Where each dialect holds subschemas (a keyword it does not know is dropped before these are walked): the places the
+# normalizer walks (`_walk`), but for `items` and `prefixItems`, which the upgrade reads by dialect itself.
+_SUBSCHEMA_MAPS = SCHEMA_MAPS
+_SUBSCHEMA_LISTS = tuple(keyword for keyword in SCHEMA_LISTS if keyword != "prefixItems")
+_SUBSCHEMAS = tuple(keyword for keyword in SCHEMA_VALUES if keyword != "items")
 
 
 class _Upgrade:
