@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agent_env.envs import DEFAULT_ENVIRONMENT, EnvironmentReference
+from agent_env.envs import DEFAULT_ENVIRONMENT
 from agent_env.server._limits import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
@@ -120,6 +120,7 @@ def serve(
     --openenv OpenEnv's wire surface at /openenv (see docs/openenv.md)."""
     from agent_env.envs import search_working_directory
     from agent_env.errors import AgentEnvError
+    from agent_env.inspection.targets import environment_reference
     from agent_env.server._serve import OPENENV_PREFIX, parse_config, parse_row
     from agent_env.server._serve import serve as run_server
 
@@ -127,7 +128,7 @@ def serve(
     try:
         options = parse_config(config or [])
         run_server(
-            _served(environment, mcp or []),
+            environment_reference(environment, mcp or []),
             host=host,
             port=port,
             token=token,
@@ -149,18 +150,6 @@ def serve(
     except (ValueError, LookupError, ImportError, AgentEnvError) as error:
         typer.echo(f"agent-env serve: {error}", err=True)
         raise typer.Exit(2) from None
-
-
-def _served(environment: str | None, mcp: list[str]) -> EnvironmentReference:
-    """What `serve` serves: ENV, or an MCP environment of the `--mcp` servers."""
-    if not mcp:
-        return environment or DEFAULT_ENVIRONMENT
-    if environment is not None:
-        raise ValueError(f"name either ENVIRONMENT ({environment!r}) or --mcp servers, not both")
-    from agent_env.inspection.targets import mcp_servers
-    from agent_env.mcp import MCPEnvironment
-
-    return MCPEnvironment(mcp_servers(mcp))
 
 
 EnvironmentArgument = Annotated[

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agent_env._agent_env import AgentEnv
-from agent_env.envs import DEFAULT_ENVIRONMENT, search_working_directory
+from agent_env.envs import DEFAULT_ENVIRONMENT, EnvironmentReference, search_working_directory
 
 if TYPE_CHECKING:
     from agent_env.mcp import HttpServer, StdioServer
@@ -18,8 +18,8 @@ def is_url(target: str) -> bool:
 
 
 def open_environment(target: str | None, *, token: str | None = None, mcp: Sequence[str] = ()) -> AgentEnv:
-    """The environment `target` names: `AgentEnv.connect` for a URL, `AgentEnv.local` otherwise, or with `mcp`,
-    `AgentEnv.mcp` on those servers (`target` must then be None).
+    """The environment `target` names: `AgentEnv.connect` for a URL, else `AgentEnv.local` of what
+    `environment_reference` names (with `mcp`, an MCP environment of those servers).
 
     Raises:
         LookupError: No built-in environment or class has that name.
@@ -27,15 +27,26 @@ def open_environment(target: str | None, *, token: str | None = None, mcp: Seque
         ValueError: Both a target and MCP servers, or an `--mcp` value that names no server.
         AgentEnvError: The server at a URL cannot be reached or refuses the token; an MCP server does not start.
     """
-    if mcp:
-        if target is not None:
-            raise ValueError(f"name either ENV ({target!r}) or --mcp servers, not both")
-        return AgentEnv.mcp(mcp_servers(mcp))
-    target = target or DEFAULT_ENVIRONMENT
-    if is_url(target):
+    if not mcp and target is not None and is_url(target):
         return AgentEnv.connect(target, token=token)
     search_working_directory()
-    return AgentEnv.local(target)
+    return AgentEnv.local(environment_reference(target, mcp))
+
+
+def environment_reference(target: str | None, mcp: Sequence[str] = ()) -> EnvironmentReference:
+    """What a command's ENV and `--mcp` name together: ENV (the built-in default when neither is given), or an
+    `MCPEnvironment` of the `--mcp` servers.
+
+    Raises:
+        ValueError: Both ENV and `--mcp` servers, or an `--mcp` value that names no server.
+    """
+    if not mcp:
+        return target or DEFAULT_ENVIRONMENT
+    if target is not None:
+        raise ValueError(f"name either ENV ({target!r}) or --mcp servers, not both")
+    from agent_env.mcp import MCPEnvironment
+
+    return MCPEnvironment(mcp_servers(mcp))
 
 
 def mcp_servers(values: Sequence[str]) -> StdioServer | HttpServer | dict[str, StdioServer | HttpServer]:
