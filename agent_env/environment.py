@@ -81,6 +81,11 @@ class EnvironmentSource(Protocol):
         ...
 
 
+EnvironmentReference = str | type[Environment] | EnvironmentSource
+"""What names an environment: a built-in name or `package.module:name` (for `agent_env.envs.load_environment`), a
+class, or an `EnvironmentSource`."""
+
+
 def environment_class_of(environment: type[Environment] | EnvironmentSource) -> type[Environment]:
     """The class itself, or the one a source builds.
 
@@ -103,4 +108,12 @@ def source_of(environment: type[Environment]) -> EnvironmentSource | None:
     return source if isinstance(source, EnvironmentSource) else None
 
 
-__all__ = ["END_TURN", "Environment", "EnvironmentSource", "environment_class_of", "source_of", "tool"]
+__all__ = [
+    "END_TURN",
+    "Environment",
+    "EnvironmentReference",
+    "EnvironmentSource",
+    "environment_class_of",
+    "source_of",
+    "tool",
+]

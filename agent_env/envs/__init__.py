@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 
-from agent_env.environment import Environment, EnvironmentSource, environment_class_of
+from agent_env.environment import Environment, EnvironmentReference, environment_class_of
 
 ENVIRONMENTS = {
     "gridsim-desk": "agent_env.envs.gridsim.desk:GridSimDesk",
@@ -14,10 +14,6 @@ ENVIRONMENTS = {
 """Built-in environment names and where each class lives."""
 
 DEFAULT_ENVIRONMENT = "gridsim-desk"
-
-
-EnvironmentReference = str | type[Environment] | EnvironmentSource
-"""What names an environment: a built-in name or `package.module:name`, a class, or an `EnvironmentSource`."""
 
 
 def load_environment(reference: EnvironmentReference) -> type[Environment]:

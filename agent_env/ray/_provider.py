@@ -21,8 +21,8 @@ import ray
 from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayError, RayTaskError
 
 from agent_env._rows import dataset_rows
-from agent_env.environment import Environment, EnvironmentSource, source_of
-from agent_env.envs import EnvironmentReference, load_environment
+from agent_env.environment import Environment, EnvironmentReference, EnvironmentSource, source_of
+from agent_env.envs import load_environment
 from agent_env.errors import SessionClosedError
 from agent_env.ray._host import HostSettings
 from agent_env.ray._pool import RESERVED_OPTIONS, Pool, PoolSettings

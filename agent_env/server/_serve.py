@@ -9,8 +9,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from agent_env.environment import Environment
-from agent_env.envs import EnvironmentReference
+from agent_env.environment import Environment, EnvironmentReference
 from agent_env.server._limits import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,

@@ -12,7 +12,8 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 
-from agent_env.envs import EnvironmentReference, load_environment
+from agent_env.environment import EnvironmentReference
+from agent_env.envs import load_environment
 from agent_env.server import _jsonrpc as jsonrpc
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
