@@ -225,8 +225,9 @@ class EpisodeRegistry:
                 f"no row of this server's datasets has digest {short(row_digest)} (the served splits: "
                 f"{', '.join(map(repr, self._datasets)) or 'none yet'}): send the row itself"
             )
-        # A copy, made off the event loop: an environment that changes its row must not change the served one.
-        return await self._workers_or_raise().run(partial(_copied, row), self.limits.call_timeout)
+        # A copy, made off the event loop (and off the environment's workers, which a stuck call may hold): an
+        # environment that changes its row must not change the served one.
+        return await asyncio.to_thread(_copied, row)
 
     def is_live(self, episode_id: str) -> bool:
         """Whether an episode is open (it may still be idle past the timeout, until someone asks for it)."""
