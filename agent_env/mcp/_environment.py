@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from agent_env._loop import on_background_loop, run_sync, submit
 from agent_env.environment import Environment
 from agent_env.errors import EpisodeStateError, ToolError
-from agent_env.mcp._episode import Episode, ToolCall, run_user_function
+from agent_env.mcp._episode import Episode, run_user_function
 from agent_env.mcp._runtime import ServerSet
 from agent_env.schema._describe import short
 from agent_env.tools import END_TURN, ToolSet
@@ -102,9 +102,7 @@ class MCPToolsEnvironment(Environment):
         episode = self._episode
         if episode is None:  # scored and let go: the session has ended the episode already
             raise ToolError(f"tool '{name}' was called after the episode's servers were let go")
-        key, tool = self.runtime.routes[name]
-        result = await on_background_loop(self.runtime.send(episode, key, tool, arguments))
-        episode.calls.append(ToolCall(name, arguments, result))
+        result = await on_background_loop(self.runtime.call(episode, name, arguments))
         if result.is_error:
             raise ToolError(result.text)
         return result.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ class Episode:
         self.id = id
         self.row = row
         self.calls: list[ToolCall] = []
+        self.turn = asyncio.Lock()
+        """Held by each of the model's calls while it runs: one at a time, in the order made."""
         self._runtime = runtime
         self._connections = connections
 

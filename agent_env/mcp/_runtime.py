@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from agent_env._loop import background_loop, run_sync
 from agent_env.errors import ToolDefinitionError, ToolError
 from agent_env.mcp._connection import Connection
-from agent_env.mcp._episode import Episode, run_user_function
+from agent_env.mcp._episode import Episode, ToolCall, run_user_function
 from agent_env.mcp._pool import ServerPool
 from agent_env.mcp._results import ToolResult, read_result
 from agent_env.mcp._supervisor import owner_mark
@@ -88,6 +88,16 @@ class ServerSet:
                 self.pools[key].release(connection)
             raise failed[0]
         return Episode(episode_id, row, self, connections)
+
+    async def call(self, episode: Episode, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run the model's call of published tool `name` in `episode` and record it: one at a time per episode, in
+        the order made, as TRL runs a reply's calls in order on Python 3.11 (on 3.12 and later it may start them
+        together, and a server's state, like server-memory's file, must not see them race)."""
+        async with episode.turn:
+            key, tool = self.routes[name]
+            result = await self.send(episode, key, tool, arguments)
+            episode.calls.append(ToolCall(name, arguments, result))
+            return result
 
     async def send(self, episode: Episode, key: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """Call a server's tool in an episode; the result as the model reads it."""

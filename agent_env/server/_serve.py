@@ -6,6 +6,7 @@ import ipaddress
 import json
 import logging
 import math
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -82,6 +83,19 @@ def serve(
     uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_body_bytes, **running)
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever `sys.stderr` is when a line is written, not the one it was made with (which a caller, a
+    test capturing output, may have closed since)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def show_logs(log_level: str) -> None:
     """Show agent_env's own log lines at `log_level` beside uvicorn's, formatted as uvicorn formats its own (unless
     the process has set up agent_env's logging itself)."""
@@ -90,7 +104,7 @@ def show_logs(log_level: str) -> None:
     package = logging.getLogger("agent_env")
     if package.handlers:
         return
-    handler = logging.StreamHandler()
+    handler = _StderrHandler()
     handler.setFormatter(DefaultFormatter("%(levelprefix)s %(message)s"))
     package.addHandler(handler)
     package.setLevel(log_level.upper())

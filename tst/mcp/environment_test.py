@@ -4,6 +4,7 @@ reward on live servers, rows, and what is refused at build time."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import pickle
@@ -188,6 +189,25 @@ class TestCalls:
 
 
 class TestEpisodes:
+    def test_calls_made_together_run_one_at_a_time_in_the_order_made(self, environments: Make) -> None:
+        seen: list[Episode] = []
+        env = environments(AgentEnv.mcp, memory(), reward=lambda episode: seen.append(episode) or 0.0)
+        names = [f"person-{index}" for index in range(12)]
+
+        async def together(session: Any) -> None:  # as TRL on Python 3.12+ may run a reply's calls
+            calls = [
+                session.acall_tool("create_entities", {"entities": [{**ADA, "name": name}]}) for name in names
+            ]
+            await asyncio.gather(*calls)
+
+        with env.open() as session:
+            session.reset(prompt=PROMPT)
+            asyncio.run(together(session))
+            graph = json.loads(session.call_tool("read_graph", {}))
+            session.reward()
+        assert sorted(entity["name"] for entity in graph["entities"]) == sorted(names)  # none lost to a race
+        assert [call.arguments["entities"][0]["name"] for call in seen[0].calls[:-1]] == names
+
     def test_concurrent_episodes_on_one_environment_never_see_each_others_state(
         self, environments: Make
     ) -> None:
