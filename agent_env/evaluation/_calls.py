@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from agent_env.errors import (
@@ -68,9 +71,13 @@ def decode_arguments(raw: Any) -> tuple[Any, str | None]:
         return None, str(error)
 
 
-async def run_call(session: Session, call: ToolCall, schemas: Mapping[str, Any]) -> CallOutcome:
+async def run_call(
+    session: Session, call: ToolCall, schemas: Mapping[str, Any], *, executor: Executor | None = None
+) -> CallOutcome:
     """Run `call` on `session` and say what the model reads, as TRL would: the name first (a name no tool has is
     not found, whatever its arguments), then the arguments, validated by the session against the published schema.
+    A synchronous tool runs in `executor` (the loop's default without one), never on the event loop, where it
+    would stall every other episode; an async one is awaited.
 
     Raises:
         RemoteError: The environment's host or server failed (not the model): its episode ends, unscored.
@@ -79,6 +86,7 @@ async def run_call(session: Session, call: ToolCall, schemas: Mapping[str, Any])
         session: The episode's session.
         call: The call.
         schemas: Each published tool's input schema, by name.
+        executor: Where a synchronous tool runs.
     """
     if call.type != "function":
         return CallOutcome("unsupported_type", tool_text(error=unsupported_call(call.type)))
@@ -89,7 +97,11 @@ async def run_call(session: Session, call: ToolCall, schemas: Mapping[str, Any])
         error = unreadable_arguments(call.name, schemas[call.name], problem)
         return CallOutcome("not_json", tool_text(error=error))
     try:
-        result = await session.acall_tool(call.name, arguments)
+        if session.is_async(call.name):
+            result = await session.acall_tool(call.name, arguments)
+        else:
+            blocking = partial(session.call_tool, call.name, arguments)
+            result = await asyncio.get_running_loop().run_in_executor(executor, blocking)
     except RemoteError:  # the environment's host or server failed, not the model: the episode ends, unscored
         raise
     except Exception as error:  # TRL catches every Exception a tool raises and tells the model

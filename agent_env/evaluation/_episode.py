@@ -99,8 +99,8 @@ class Player:
         sampling: The sampling settings.
         max_turns: The most replies an episode gets.
         schemas: Each published tool's input schema, by name.
-        executor: Where the session's blocking work runs (opening, reset, reward, close): a served session's
-            are requests.
+        executor: Where the session's blocking work runs (opening, reset, synchronous tools, reward, close): a
+            served session's are requests.
     """
 
     def __init__(
@@ -210,7 +210,7 @@ class Player:
         """Run a reply's calls in order, each answered by a tool message; True if one ended the episode."""
         ended = False
         for call in calls:
-            outcome = await run_call(session, call, self.schemas)
+            outcome = await run_call(session, call, self.schemas, executor=self.executor)
             if outcome.verdict in ("not_json", "unknown_tool", "unsupported_type"):
                 faults[outcome.verdict] += 1
             record.calls.append(

@@ -134,3 +134,27 @@ def test_arguments_decode_from_json_text_and_a_server_that_parsed_them_is_taken_
         decode_arguments("{")[1]
         == "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
     )
+
+
+class Blocking(Environment):
+    def reset(self, **row: Any) -> str:
+        return "go"
+
+    def reward(self) -> float:
+        return 0.0
+
+    @tool
+    def where(self) -> str:
+        """Says whether it runs on an event loop's thread."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return "off the loop"
+        return "on the loop"
+
+
+def test_a_synchronous_tool_runs_off_the_event_loop_where_it_would_stall_every_other_episode():
+    opened = LocalSession(Blocking())
+    opened.reset()
+    outcome = asyncio.run(run_call(opened, ToolCall("c1", "function", "where", "{}"), {"where": {}}))
+    assert (outcome.verdict, outcome.content) == ("accepted", "off the loop")
