@@ -141,9 +141,7 @@ class AgentEnv:
     def close(self) -> None:
         """Free what this process holds for the environment (an MCP environment's spare servers, a served one's
         HTTP client); sessions still open keep what is theirs, and the environment stays usable."""
-        close = getattr(self.provider, "close", None)
-        if close is not None:
-            close()
+        self.provider.close()
 
     def dataset(self, split: str = "train") -> datasets.Dataset:
         """The tasks of a split as a `datasets.Dataset` whose rows `reset(**row)` accepts (needs the `trl` extra)."""

@@ -117,6 +117,9 @@ class OpenEnvProvider:
             "own dataset, whose columns are the keyword arguments the server's environment's reset takes"
         )
 
+    def close(self) -> None:
+        """Nothing to free in this process: each session holds (and closes) its own connection."""
+
     def _list_tools(self) -> list[Any]:
         connection = self.transport.connect()
         try:

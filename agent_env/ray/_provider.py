@@ -254,6 +254,10 @@ class RayProvider:
         except (RayError, RemoteError) as error:
             logger.debug("agent_env: closing episode %s: %s", episode_id, error)
 
+    def close(self) -> None:
+        """Nothing to free in this process: the pool's actors live on (`shutdown` ends them), and each session
+        closes its own episode."""
+
     def shutdown(self) -> None:
         """End the pool's actors (detached ones too); every episode on them is gone."""
         self.pool.shutdown()
