@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shutil
 import tempfile
 import uuid
@@ -36,6 +37,9 @@ logger = logging.getLogger("agent_env.mcp")
 
 STDERR_TAIL = 2_000
 """How much of the end of a server's stderr a start failure quotes, in characters."""
+LOST_STDERR_TAIL = 600
+"""How much of what a server wrote to stderr after it started the error of a server lost mid-episode quotes, in
+characters: the model reads that error too (TRL hands it a failed call's error), so it is kept short."""
 MAX_TOOL_PAGES = 100
 """The most `tools/list` pages read from one server: a cursor that never ends is refused, not followed for ever."""
 PING_TIMEOUT = 2.0
@@ -76,10 +80,15 @@ class Connection:
         self._failure: BaseException | None = None
         self._lost: str | None = None
         self._stderr: IO[str] | None = None
+        self._stderr_started = 0
+        """How much the server had written to stderr when it was ready: a later failure quotes only what came after
+        (an mcp 1.x server logs its refusal of the 2026 client's `server/discover` probe while starting)."""
         self._junk: str | None = None
         self._refused_with: int | None = None
         """The HTTP status (401 or 403) an HTTP server refused the credentials with."""
         self._tools_changed: str | None = None
+        self._checking: asyncio.Task[None] | None = None
+        """The check of a listing the server said changed, while it runs: calls wait for it."""
         self._task: asyncio.Task[None] | None = None
         self._cleaned = False
 
@@ -96,8 +105,15 @@ class Connection:
             MCPStartError: It did not start, did not answer `initialize` in time, or (over HTTP) refused the
                 credentials.
         """
-        if isinstance(self.server, StdioServer) and self.server.per_episode_dir:
-            self.directory = scratch_folder()
+        if isinstance(self.server, StdioServer):
+            if self.server.per_episode_dir:
+                self.directory = scratch_folder()
+            cwd = self.server.resolved(self.directory)[2]
+            if cwd is not None and not os.path.isdir(cwd):
+                self._clean_up()
+                raise MCPStartError(
+                    f"{self.label} could not start: its working directory {cwd!r} (cwd=) does not exist"
+                )
         self._task = asyncio.create_task(self._run(), name=f"agent-env-mcp-{self.id}")
         try:
             await asyncio.wait_for(self._ready.wait(), self.start_timeout)
@@ -111,7 +127,7 @@ class Connection:
                 f"{self.label} did not finish starting within {self.start_timeout:g} s{self._stderr_tail()}"
                 f"{self._junk_note()}; {hint} (or raise start_timeout=)"
             )
-            await self.close()  # after reading its stderr, which closing removes
+            await self._abandon()  # after reading its stderr, which closing removes
             raise late from None
         except BaseException:  # cancelled while starting: stop what was started
             await asyncio.shield(self.close())
@@ -137,8 +153,12 @@ class Connection:
             f"{self.label} lists its tools over more than {MAX_TOOL_PAGES} pages; agent_env stopped following them"
         )
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float) -> Any:
-        """Call one tool and return the SDK's `CallToolResult`.
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], timeout: float, *, episode: str | None = None
+    ) -> Any:
+        """Call one tool for `episode` (the connection's own by default; a shared server serves many) and return the
+        SDK's `CallToolResult`. A check of the server's tools that is under way (it said they changed) is waited for
+        first, so that no call reaches a server whose tools are not the ones the model was shown.
 
         Raises:
             MCPTimeoutError: No answer within `timeout`; the server is stopped and the episode's state is gone.
@@ -146,15 +166,24 @@ class Connection:
             ToolsChangedError: The server said its tools changed, and they did.
             ToolError: The server refused the request itself (a JSON-RPC error), with its message.
         """
+        episode = episode or self.episode
+        if self._checking is not None:
+            await asyncio.shield(self._checking)
         if self._tools_changed is not None:
             raise ToolsChangedError(self._tools_changed)
+        action = f"tool '{name}'"
         try:
             async with asyncio.timeout(timeout):
-                return await self._request(lambda: self._client.call_tool(name, arguments), f"tool '{name}'")
+                return await self._request(lambda: self._client.call_tool(name, arguments), action, episode)
         except TimeoutError:
+            gone = (
+                "its session was closed"
+                if isinstance(self.server, HttpServer)
+                else "the server was stopped"
+            )
             self._lost = (
-                f"tool '{name}' got no answer from {self.label} within {timeout:g} s in episode {self.episode}"
-                f"{self._junk_note()}; the server was stopped and the episode's state is gone with it"
+                f"{action} got no answer from {self.label} within {timeout:g} s in episode {episode}"
+                f"{self._junk_note()}; {gone} and {self._state_gone()}"
             )
             spawn(self.close())  # in the background: the caller has waited long enough
             raise MCPTimeoutError(self._lost) from None
@@ -218,23 +247,40 @@ class Connection:
                 self._task.cancel()
         await asyncio.to_thread(self._clean_up)  # a scan of /proc and a folder removed: off the loop
 
+    async def _abandon(self) -> None:
+        """Stop a connection that never became ready, at once: its process is killed (there is no session to end
+        gently), so the SDK's shutdown has nothing to wait for."""
+        self._stop.set()
+        if isinstance(self.server, StdioServer):
+            await asyncio.to_thread(kill_marked, SERVER_MARK, self.id)
+        if self._task is not None:
+            self._task.cancel()
+        await self.close()
+
     async def _request(
-        self, request: Callable[[], Awaitable[Any]], action: str, *, refusal: type[AgentEnvError] = ToolError
+        self,
+        request: Callable[[], Awaitable[Any]],
+        action: str,
+        episode: str | None = None,
+        *,
+        refusal: type[AgentEnvError] = ToolError,
     ) -> Any:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
-        if self._lost is not None:
-            raise MCPServerLostError(self._lost)
+        if self._lost is not None:  # lost by an earlier request (another episode's, on a shared server)
+            raise MCPServerLostError(f"{action} was not sent: {self._lost}")
         try:
             return await request()
         except MCPError as error:
             if error.code != CONNECTION_CLOSED:
                 raise refusal(f"{self.label} refused {action}: {error.message}") from None
+            next_reset = (
+                "opens a new session" if isinstance(self.server, HttpServer) else "starts a fresh server"
+            )
             self._lost = (
-                f"{self.label} died or closed the connection during episode {self.episode} ({action})"
-                f"{self._stderr_tail()}; the episode's state is gone with it, and the next reset starts a fresh "
-                "server"
+                f"{self.label} died or closed the connection during episode {episode or self.episode} ({action})"
+                f"{self._stderr_tail(since_ready=True)}; {self._state_gone()}, and the next reset {next_reset}"
             )
             spawn(self.close())
             raise MCPServerLostError(self._lost) from None
@@ -246,6 +292,7 @@ class Connection:
                 info = client.server_info
                 self.server_name = getattr(info, "name", None)
                 watcher = asyncio.create_task(self._watch_tools(client))
+                self._stderr_started = self._stderr_size()
                 self._ready.set()
                 try:
                     await self._stop.wait()
@@ -308,7 +355,7 @@ class Connection:
         if isinstance(message, Exception):
             self._on_junk(message)
         elif isinstance(message, ToolListChangedNotification) and self.verify is not None:
-            spawn(self._check_tools())
+            self._tools_may_have_changed()
 
     def _on_junk(self, error: Exception) -> None:
         """Remember the first line of a server's stdout that is not MCP; warn once per server, not per process."""
@@ -340,9 +387,15 @@ class Connection:
         try:
             async with client.listen(tools_list_changed=True) as subscription:
                 async for _ in subscription:
-                    await self._check_tools()
+                    await self._tools_may_have_changed()
         except Exception as error:  # a server that cannot keep a subscription still runs episodes
             logger.debug("agent_env: listening for tool changes of %s ended: %s", self.label, error)
+
+    def _tools_may_have_changed(self) -> asyncio.Task[None]:
+        """Start checking the server's listing (it said its tools changed), once at a time; calls wait for it."""
+        if self._checking is None:
+            self._checking = asyncio.get_running_loop().create_task(self._check_tools())
+        return self._checking
 
     async def _check_tools(self) -> None:
         """Compare the listing the server now gives with the published one (it said its tools changed)."""
@@ -353,6 +406,8 @@ class Connection:
             self._tools_changed = f"{error} (during episode {self.episode}); the episode cannot go on"
         except Exception as error:
             logger.debug("agent_env: relisting the tools of %s failed: %s", self.label, error)
+        finally:
+            self._checking = None
 
     def _start_error(self, failure: BaseException) -> MCPStartError:
         cause = _root_cause(failure)
@@ -367,22 +422,46 @@ class Connection:
                 " (is it installed and on PATH?)"
             )
         detail = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+        if isinstance(self.server, HttpServer):
+            return MCPStartError(
+                f"{self.label} did not answer initialize ({_short(detail)}); is an MCP server listening at "
+                f"{self.server.url}, and is that its MCP endpoint (often /mcp)?"
+            )
         return MCPStartError(
             f"{self.label} could not start or did not answer initialize ({_short(detail)}){self._stderr_tail()}"
             f"{self._junk_note()}"
         )
 
-    def _stderr_tail(self) -> str:
+    def _stderr_tail(self, *, since_ready: bool = False) -> str:
+        """The end of what the server wrote to stderr, as a message quotes it: since it started, or (`since_ready`,
+        for a failure mid-episode) since it was ready, shorter."""
         if self._stderr is None:
             return ""
-        try:
-            self._stderr.flush()
-            self._stderr.seek(0)
-            text = self._stderr.read()
+        start, limit = (self._stderr_started, LOST_STDERR_TAIL) if since_ready else (0, STDERR_TAIL)
+        try:  # read where the server wrote, without moving the offset it shares with this process
+            fd = self._stderr.fileno()
+            size = os.fstat(fd).st_size
+            begin = max(start, size - 4 * limit - 4)  # no more than the tail, in UTF-8's widest characters
+            text = os.pread(fd, size - begin, begin).decode("utf-8", errors="replace")
         except (OSError, ValueError):
             return ""
-        tail = text.strip()[-STDERR_TAIL:]
-        return f"; the end of its stderr:\n{tail}" if tail else "; it wrote nothing to stderr"
+        tail = text.strip()[-limit:]
+        if tail:
+            return f"; the end of its stderr:\n{tail}"
+        return "; it wrote nothing more to stderr" if since_ready else "; it wrote nothing to stderr"
+
+    def _stderr_size(self) -> int:
+        if self._stderr is None:
+            return 0
+        try:
+            return os.fstat(self._stderr.fileno()).st_size
+        except (OSError, ValueError):
+            return 0
+
+    def _state_gone(self) -> str:
+        if self.server.shared:
+            return "the state of every episode on this shared server is gone with it"
+        return "the episode's state is gone with it"
 
     def _junk_note(self) -> str:
         return f"; it wrote non-MCP output to stdout ({self._junk})" if self._junk else ""

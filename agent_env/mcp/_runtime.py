@@ -102,7 +102,7 @@ class ServerSet:
     async def send(self, episode: Episode, key: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """Call a server's tool in an episode; the result as the model reads it."""
         connection = episode._connections[key]
-        raw = await connection.call_tool(tool, arguments, self.source.call_timeout)
+        raw = await connection.call_tool(tool, arguments, self.source.call_timeout, episode=episode.id)
         return read_result(raw, self.source.max_result_chars)
 
     def score(self, episode: Episode) -> Any:
@@ -182,6 +182,7 @@ class ServerSet:
             for entry in listed:
                 published = f"{key}_{entry.name}" if key else entry.name
                 if isinstance(source.reward, str) and published == source.reward:
+                    _check_reward_tool(label, entry)
                     self.reward_tool = (key, entry.name)
                     continue
                 safe = _identifier(published)
@@ -190,13 +191,13 @@ class ServerSet:
                 try:
                     tool = Tool.from_schema(safe, entry.description or "", entry.input_schema, remote(safe))
                 except ToolDefinitionError as error:
-                    message = (
-                        f"{label} lists tool {entry.name!r}, which agent_env cannot publish: {error}. Leave it out "
-                        "(tools=[...] names the ones to keep), or pass skip_unpublishable=True to skip every such tool"
-                    )
+                    message = f"{label} lists tool {entry.name!r}, which agent_env cannot publish: {error}"
                     if not source.skip_unpublishable:
-                        raise ToolDefinitionError(message) from None
-                    logger.warning("agent_env: skipped: %s", message)
+                        raise ToolDefinitionError(
+                            f"{message}. Leave it out (tools=[...] names the ones to keep), or pass "
+                            "skip_unpublishable=True to skip every such tool"
+                        ) from None
+                    logger.warning("agent_env: skipped (skip_unpublishable=True): %s", message)
                     continue
                 if safe in self.routes:
                     raise ToolDefinitionError(
@@ -227,6 +228,11 @@ class ServerSet:
                 f"({', '.join(self._names(listings))})"
             )
         if source.tools is not None:
+            if isinstance(source.reward, str) and source.reward in source.tools:
+                raise ToolDefinitionError(
+                    f"{source.label()}: tools= names {source.reward!r}, the reward tool, which the model is not "
+                    "shown (agent_env calls it to score each episode); leave it out of tools="
+                )
             unknown = [
                 name
                 for name in source.tools
@@ -294,9 +300,24 @@ def _number(result: ToolResult, tool: str) -> float:
             value = json.loads(result.text)
         except ValueError:
             value = None
-    if result.is_error or isinstance(value, bool) or not isinstance(value, int | float):
+    if result.is_error:
+        raise ToolError(f"the reward tool {tool!r} answered with an error: {short(result.text)}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise ToolError(f"the reward tool {tool!r} answered {short(result.text)}, not a score (a number)")
     return float(value)
+
+
+def _check_reward_tool(label: str, entry: Any) -> None:
+    """Refuse a reward tool that requires arguments: agent_env calls it with none, so every episode would fail."""
+    schema = entry.input_schema if isinstance(entry.input_schema, dict) else {}
+    required = schema.get("required") or []
+    if required:
+        raise ToolDefinitionError(
+            f"{label}'s reward tool {entry.name!r} requires arguments ({', '.join(map(str, required))}), but "
+            "agent_env calls it with none to score an episode; name a tool that takes none, or give a reward "
+            f"function that calls it with what it needs: `def reward(episode): return "
+            f"episode.call_tool({entry.name!r}, {{...}}).json()`"
+        )
 
 
 _NOT_IDENTIFIER = re.compile(r"\W", re.ASCII)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,6 +88,7 @@ class _Owner:
                 self._reaper = None
             if self._reaper is None and _PROC.is_dir():
                 self._reaper = _start_reaper(self.mark)
+                _remove_orphaned_folders()
             return self.mark
 
 
@@ -117,6 +119,16 @@ def _start_reaper(mark: str) -> subprocess.Popen[bytes] | None:
 
 def _scratch_prefix(mark: str) -> str:
     return f"agent-env-mcp-{mark}-"
+
+
+def _remove_orphaned_folders() -> None:
+    """Remove the scratch folders of owners that are gone and whose reaper could not remove them (killed with them:
+    a container stopped, a kill of every process), so that a host's temporary folder does not fill run after run.
+    A folder whose owner's pid is alive (its owner, or another process since) is left alone."""
+    for folder in Path(tempfile.gettempdir()).glob(_scratch_prefix("*") + "*"):
+        pid = folder.name.removeprefix("agent-env-mcp-").split("-", 1)[0]
+        if pid.isdigit() and not (_PROC / pid).exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def scratch_folder() -> str:

@@ -181,6 +181,23 @@ class TestCalls:
             session.call_tool("count", {})
             assert session.reward() == 0.5  # the server's counter over 4, as its score tool answers
 
+    def test_a_reward_tool_that_needs_arguments_is_refused_when_built(self, environments: Make) -> None:
+        with pytest.raises(ToolDefinitionError) as refused:
+            environments(AgentEnv.mcp, StdioServer(*_split(scripted())), reward="echo")
+        assert "reward tool 'echo' requires arguments (text), but agent_env calls it with none" in str(
+            refused.value
+        )
+
+    def test_naming_the_reward_tool_among_the_models_tools_is_refused_saying_it_is_hidden(
+        self, environments: Make
+    ) -> None:
+        with pytest.raises(
+            ToolDefinitionError, match="tools= names 'score', the reward tool, which the model is not shown"
+        ):
+            environments(
+                AgentEnv.mcp, StdioServer(*_split(scripted())), reward="score", tools=["score", "count"]
+            )
+
     def test_a_reward_tool_the_server_lacks_is_refused_when_built(self, environments: Make) -> None:
         with pytest.raises(
             ToolDefinitionError, match="the reward tool 'grade' is not among the servers' tools"

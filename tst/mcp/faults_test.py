@@ -29,7 +29,15 @@ from agent_env.mcp import (
     ToolsChangedError,
 )
 from agent_env.mcp._supervisor import OWNER_MARK, SERVER_MARK, marked_processes, owner_mark
-from tst.mcp.conftest import NODE, ROOT, node_server, scripted, servers_left, wait_until
+from tst.mcp.conftest import (
+    INSTALLED,
+    NODE,
+    ROOT,
+    node_server,
+    scripted,
+    servers_left,
+    wait_until,
+)
 
 Make = Callable[..., AgentEnv]
 
@@ -37,6 +45,14 @@ Make = Callable[..., AgentEnv]
 def server(*options: str, **settings: object) -> StdioServer:
     command = scripted(*options)
     return StdioServer(command[0], command[1:], **settings)  # type: ignore[arg-type]
+
+
+def legacy_server() -> StdioServer:
+    """`servers/legacy.py` on the mcp 1.x SDK, in the MCP servers' own venv (`make mcp-servers`)."""
+    python = INSTALLED / "python" / "bin" / "python"
+    if not python.exists():
+        pytest.fail(f"{python} is missing: run `make mcp-servers`")
+    return StdioServer(str(python), [str(Path(__file__).parent / "servers" / "legacy.py")])
 
 
 def connection_of(session: object) -> object:
@@ -83,6 +99,29 @@ class TestStarting:
         )
         assert "the end of its stderr:\nwaiting for the database;" in str(late.value)
         # the environments fixture checks that the `sleep` is gone
+
+    def test_a_server_that_never_starts_fails_at_its_start_timeout_not_after_a_graceful_stop(
+        self, environments: Make
+    ) -> None:
+        stubborn = StdioServer(
+            "sh", ["-c", "trap '' TERM; exec sleep 600"]
+        )  # deaf to the end of stdin and SIGTERM
+        began = time.monotonic()
+        with pytest.raises(MCPStartError, match="did not finish starting within 1 s"):
+            environments(AgentEnv.mcp, stubborn, start_timeout=1)
+        assert (
+            time.monotonic() - began < 4.5
+        )  # it waited on a shutdown of 6 s (and more) after the 1 s before
+
+    def test_a_working_directory_that_does_not_exist_is_named(
+        self, environments: Make, tmp_path: Path
+    ) -> None:
+        missing = tmp_path / "nowhere"
+        with pytest.raises(MCPStartError) as failed:
+            environments(AgentEnv.mcp, server(cwd=missing))
+        assert str(failed.value).endswith(
+            f"could not start: its working directory {str(missing)!r} (cwd=) does not exist"
+        )
 
 
 class TestDuringAnEpisode:
@@ -137,6 +176,20 @@ class TestDuringAnEpisode:
             ):
                 session.call_tool("exit", {})
 
+    def test_a_dead_servers_error_quotes_only_what_it_wrote_after_it_started(
+        self, environments: Make
+    ) -> None:
+        env = environments(
+            AgentEnv.mcp, legacy_server()
+        )  # an mcp 1.x server: it logs the 2026 probe it refuses
+        with env.open() as session:
+            session.reset()
+            with pytest.raises(MCPServerLostError) as lost:
+                session.call_tool("die", {})
+        message = str(lost.value)
+        assert "the end of its stderr:\nlegacy server: the die tool was called, exiting;" in message
+        assert "discover" not in message and len(message) < 1_000  # the model reads it too
+
     def test_a_call_that_hangs_is_timed_out_and_its_server_killed(self, environments: Make) -> None:
         sleepy = server()
         env = environments(AgentEnv.mcp, sleepy, call_timeout=1)
@@ -151,7 +204,9 @@ class TestDuringAnEpisode:
                 in str(late.value)
             )
             assert wait_until(lambda: not marked_processes(SERVER_MARK, hung.id), timeout=3)  # type: ignore[attr-defined]
-            with pytest.raises(MCPServerLostError, match="got no answer"):
+            with pytest.raises(
+                MCPServerLostError, match=r"^tool 'count' was not sent: tool 'sleep' got no answer"
+            ):
                 session.call_tool("count", {})
             session.reset()
             assert session.call_tool("count", {}) == "1"
@@ -295,12 +350,25 @@ class TestToolsThatChange:
             ):
                 session.call_tool("count", {})
 
+    def test_a_call_right_after_the_server_said_its_tools_changed_waits_for_the_check_and_is_refused(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, legacy_server())
+        with env.open() as session:
+            session.reset()
+            assert session.call_tool("change_tools", {}) == "changed"
+            with pytest.raises(ToolsChangedError, match=r"it lists change_tools, count, die, extra"):
+                session.call_tool("count", {})  # at once: it must not reach the changed server
+
 
 class TestUrls:
-    def test_a_url_that_refuses_connections_is_refused_when_built(self, environments: Make) -> None:
+    def test_a_url_that_refuses_connections_is_refused_when_built_asking_whether_a_server_listens(
+        self, environments: Make
+    ) -> None:
         with pytest.raises(
             MCPStartError,
-            match=r"MCP server \(127.0.0.1:9/mcp\) could not start or did not answer initialize",
+            match=r"MCP server \(127.0.0.1:9/mcp\) did not answer initialize \(ConnectError: .*\); is an MCP "
+            r"server listening at http://127.0.0.1:9/mcp",
         ):
             environments(AgentEnv.mcp, HttpServer("http://127.0.0.1:9/mcp"), start_timeout=5)
 

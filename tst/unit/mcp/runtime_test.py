@@ -38,7 +38,6 @@ class TestRewardToolAnswers:
             answer("good job"),
             answer("true"),
             answer('{"precision":1,"recall":0.5}', {"precision": 1, "recall": 0.5}),
-            answer("0.5", is_error=True),
         ],
     )
     def test_anything_else_is_refused_quoting_the_answer(self, result: ToolResult) -> None:
@@ -46,6 +45,11 @@ class TestRewardToolAnswers:
             _number(result, "grade")
         assert str(refused.value).startswith("the reward tool 'grade' answered ")
         assert str(refused.value).endswith(", not a score (a number)")
+
+    def test_an_error_answer_is_reported_as_the_error_it_is_even_when_it_reads_as_a_number(self) -> None:
+        with pytest.raises(ToolError) as refused:
+            _number(answer("0.5", is_error=True), "grade")
+        assert str(refused.value) == "the reward tool 'grade' answered with an error: \"0.5\""
 
 
 class TestPublishedNames:
