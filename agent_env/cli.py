@@ -319,6 +319,7 @@ def check(
     from agent_env.inspection.tokens import TOKEN_TEMPLATE, tool_tokens
     from agent_env.inspection.views import fidelity_json, show_fidelity, show_gaps, show_tokens
     from agent_env.schema import fingerprint
+    from agent_env.session import tools_published_elsewhere
     from agent_env.training.families import family_of
     from agent_env.training.fidelity import PROBE
     from agent_env.training.templates import resolve_template, shipped_template_names
@@ -359,7 +360,7 @@ def check(
     else:
         console = _console()
         show_fidelity(console, env.provider.name, tool_set, reports)
-        show_gaps(console, env.provider.name, published)
+        show_gaps(console, env.provider.name, published, tools_published_elsewhere(env.provider))
         if tokens is not None:
             console.print()
             show_tokens(console, tokens)
