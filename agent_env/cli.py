@@ -115,6 +115,7 @@ def serve(
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     mcp: McpOption = None,
+    mcp_header: McpHeaderOption = None,
 ) -> None:
     """Serve ENVIRONMENT over HTTP: MCP at /mcp, the episode control API beside it (see docs/server.md), and with
     --openenv OpenEnv's wire surface at /openenv (see docs/openenv.md)."""
@@ -128,7 +129,7 @@ def serve(
     try:
         options = parse_config(config or [])
         run_server(
-            environment_reference(environment, mcp or []),
+            environment_reference(environment, mcp or [], mcp_header or []),
             host=host,
             port=port,
             token=token,
@@ -170,6 +171,15 @@ McpOption = Annotated[
         "Repeat with NAME= for several, their tools prefixed NAME_.",
     ),
 ]
+McpHeaderOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp-header",
+        metavar="'NAME: VALUE'",
+        help="A header sent to every --mcp URL (not --token, which is agent-env's own); repeatable. ${VAR} in VALUE "
+        "is read from the environment, to keep secrets off the command line: 'Authorization: Bearer ${MCP_TOKEN}'.",
+    ),
+]
 TokenOption = Annotated[
     str | None,
     typer.Option(envvar="AGENT_ENV_TOKEN", help="Bearer token of a served environment (or AGENT_ENV_TOKEN)."),
@@ -183,6 +193,7 @@ def tools(
     json_output: JsonOption = False,
     token: TokenOption = None,
     mcp: McpOption = None,
+    mcp_header: McpHeaderOption = None,
 ) -> None:
     """List ENV's published tools with their input schemas and fingerprints.
 
@@ -192,7 +203,12 @@ def tools(
     from agent_env.inspection.listing import tool_listing
     from agent_env.inspection.targets import open_environment
 
-    with _reported("tools"), closing(open_environment(environment, token=token, mcp=mcp or ())) as env:
+    with (
+        _reported("tools"),
+        closing(
+            open_environment(environment, token=token, mcp=mcp or (), mcp_headers=mcp_header or ())
+        ) as env,
+    ):
         listing = tool_listing(env)
     if json_output:
         typer.echo(json.dumps(listing, indent=2, ensure_ascii=False))
@@ -231,6 +247,7 @@ def render(
     ] = "train",
     token: TokenOption = None,
     mcp: McpOption = None,
+    mcp_header: McpHeaderOption = None,
 ) -> None:
     """Print the exact prompt the model gets for its first turn, tool block included.
 
@@ -244,7 +261,12 @@ def render(
     from agent_env.training.families import family_of
     from agent_env.training.templates import resolve_template
 
-    with _reported("render"), closing(open_environment(environment, token=token, mcp=mcp or ())) as env:
+    with (
+        _reported("render"),
+        closing(
+            open_environment(environment, token=token, mcp=mcp or (), mcp_headers=mcp_header or ())
+        ) as env,
+    ):
         chat_template = resolve_template(template)
         with trl_instance(env, None if stock or lossy else chat_template) as instance:
             conversation = first_turn(env, instance, split)
@@ -280,6 +302,7 @@ def check(
     json_output: JsonOption = False,
     token: TokenOption = None,
     mcp: McpOption = None,
+    mcp_header: McpHeaderOption = None,
 ) -> None:
     """The fidelity matrix: how each chat template shows each of ENV's tools, and their token cost.
 
@@ -296,6 +319,7 @@ def check(
     from agent_env.inspection.tokens import TOKEN_TEMPLATE, tool_tokens
     from agent_env.inspection.views import fidelity_json, show_fidelity, show_gaps, show_tokens
     from agent_env.schema import fingerprint
+    from agent_env.session import tools_published_elsewhere
     from agent_env.training.families import family_of
     from agent_env.training.fidelity import PROBE
     from agent_env.training.templates import resolve_template, shipped_template_names
@@ -311,7 +335,9 @@ def check(
             raise LookupError(
                 "no chat templates to check: TRL, which ships them, is not installed; pass --templates FILE"
             )
-        env = stack.enter_context(closing(open_environment(environment, token=token, mcp=mcp or ())))
+        env = stack.enter_context(
+            closing(open_environment(environment, token=token, mcp=mcp or (), mcp_headers=mcp_header or ()))
+        )
         published = env.tools()
         chat_templates = [resolve_template(name) for name in names]
         reports = [
@@ -334,7 +360,7 @@ def check(
     else:
         console = _console()
         show_fidelity(console, env.provider.name, tool_set, reports)
-        show_gaps(console, env.provider.name, published)
+        show_gaps(console, env.provider.name, published, tools_published_elsewhere(env.provider))
         if tokens is not None:
             console.print()
             show_tokens(console, tokens)
@@ -472,6 +498,7 @@ def eval_command(
     json_output: JsonOption = False,
     token: TokenOption = None,
     mcp: McpOption = None,
+    mcp_header: McpHeaderOption = None,
 ) -> None:
     """Play ENV's episodes against a model behind an OpenAI-compatible endpoint and sum them up.
 
@@ -498,7 +525,9 @@ def eval_command(
         body = json.loads(extra_body) if extra_body else {}
         if not isinstance(body, dict):
             raise ValueError(f"--extra-body must be a JSON object; got {extra_body}")
-        env = stack.enter_context(closing(open_environment(environment, token=token, mcp=mcp or ())))
+        env = stack.enter_context(
+            closing(open_environment(environment, token=token, mcp=mcp or (), mcp_headers=mcp_header or ()))
+        )
         endpoint = Endpoint(base_url, model, api_key_env, timeout=timeout, max_retries=max_retries)
         sampling = Sampling(temperature, top_p, max_tokens, seed, body)
         console = _console(stderr=True)

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from enum import Enum
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -308,3 +308,19 @@ class Provider(Protocol):
     def dataset_rows(self, split: str) -> list[dict[str, Any]]: ...
     def close(self) -> None:
         """Free what this process holds for the environment; open sessions keep theirs, and it stays usable."""
+
+
+@runtime_checkable
+class ClassProvider(Protocol):
+    """A provider that holds its environment's class in this process (`LocalProvider`, `RayProvider`), and so the
+    `Tool`s behind its published dicts; a served environment's client holds only the dicts."""
+
+    environment: type[Environment]
+
+
+def tools_published_elsewhere(provider: Provider) -> frozenset[str]:
+    """The names of `provider`'s tools whose description and schema another server wrote (an MCP server's), so that
+    what they leave unsaid is not a docstring's to fix; none known when the class is not in this process."""
+    if not isinstance(provider, ClassProvider):
+        return frozenset()
+    return frozenset(tool.name for tool in provider.environment.tools.values() if tool.published_elsewhere)

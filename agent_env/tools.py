@@ -82,7 +82,11 @@ Converter = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """One published tool: its name, description and input schema, and how to validate and run a call of it."""
+    """One published tool: its name, description and input schema, and how to validate and run a call of it.
+
+    `published_elsewhere` says its description and schema are another server's (`from_schema`: an MCP server's
+    listing), not this package's docstrings and types, so what they leave unsaid is not fixed by editing either.
+    """
 
     name: str
     description: str
@@ -91,6 +95,7 @@ class Tool:
     validator: ArgumentValidator
     convert: Converter
     is_async: bool
+    published_elsewhere: bool = False
 
     def published(self) -> dict[str, Any]:
         """The tool as MCP lists it: `name`, `description`, `inputSchema`."""
@@ -148,6 +153,7 @@ class Tool:
             validator,
             _as_sent,
             is_async=inspect.iscoroutinefunction(function),
+            published_elsewhere=True,
         )
 
     @classmethod

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from agent_env.inspection.rollout import PolicySummary
 from agent_env.inspection.tokens import TOKEN_TEMPLATE, TOKENIZER_NAME, ToolTokens
-from agent_env.schema._gaps import gaps
+from agent_env.schema._gaps import gaps, remedy
 from agent_env.training.fidelity import TemplateFidelity, ToolFidelity
 
 STATUS_STYLES = {
@@ -93,8 +93,15 @@ def show_fidelity(console: Console, environment: str, tool_set: str, reports: li
         console.print(detail)
 
 
-def show_gaps(console: Console, environment: str, published: list[dict[str, Any]]) -> None:
-    """What each tool leaves the model to guess, whatever the template shows (nothing when every tool says all)."""
+def show_gaps(
+    console: Console,
+    environment: str,
+    published: list[dict[str, Any]],
+    elsewhere: frozenset[str] = frozenset(),
+) -> None:
+    """What each tool leaves the model to guess, whatever the template shows (nothing when every tool says all): a
+    table of the tools written here, with how to fill their gaps, and one of those a server publishes (`elsewhere`:
+    their names), which no docstring here fills."""
     noted = [(tool["name"], found) for tool in published if (found := gaps(tool))]
     if not noted:
         return
@@ -102,12 +109,16 @@ def show_gaps(console: Console, environment: str, published: list[dict[str, Any]
         f"\n[bold]What {environment}'s tools leave the model to guess[/] (under every template: the verdicts above "
         "judge only what is published)"
     )
-    table = Table(show_edge=False, pad_edge=False)
-    table.add_column("Tool", no_wrap=True)
-    table.add_column("Left unsaid (describe it in the docstring's Args:, or type it with a pydantic model)")
-    for name, found in noted:
-        table.add_row(name, Text(", ".join(found)))
-    console.print(table)
+    for published_elsewhere in (False, True):
+        rows = [(name, found) for name, found in noted if (name in elsewhere) == published_elsewhere]
+        if not rows:
+            continue
+        table = Table(show_edge=False, pad_edge=False)
+        table.add_column("Tool", no_wrap=True)
+        table.add_column(f"Left unsaid ({remedy(published_elsewhere)})")
+        for name, found in rows:
+            table.add_row(name, Text(", ".join(found)))
+        console.print(table)
 
 
 def _verdict_text(report: TemplateFidelity) -> str:

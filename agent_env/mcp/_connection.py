@@ -414,7 +414,8 @@ class Connection:
         status = self._refused_with
         if status is not None:
             return MCPStartError(
-                f"{self.label} refused the credentials (HTTP {status}); pass token= (or headers=) to HttpServer"
+                f"{self.label} refused the credentials (HTTP {status}); pass token= (or headers=) to HttpServer, or "
+                "on the command line --mcp-header 'Authorization: Bearer ${TOKEN}' with TOKEN exported"
             )
         if isinstance(cause, FileNotFoundError):
             return MCPStartError(

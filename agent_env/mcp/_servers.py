@@ -93,13 +93,13 @@ class StdioServer:
         return [*self.args, *env.values(), *([os.fspath(self.cwd)] if self.cwd is not None else [])]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class HttpServer:
     """An MCP server at a streamable-HTTP URL; each episode is an MCP session of its own.
 
     Args:
         url: The server's MCP endpoint (`http://127.0.0.1:3001/mcp`).
-        headers: Sent with every request.
+        headers: Sent with every request; their values are never shown in messages (a repr shows `***`).
         token: A bearer token, sent as `Authorization: Bearer <token>`; never shown in messages.
         name: How messages name it; default: the URL's host and path.
     """
@@ -114,6 +114,11 @@ class HttpServer:
         if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"HttpServer needs an http:// or https:// URL, not {self.url!r}")
         object.__setattr__(self, "headers", dict(self.headers))
+
+    def __repr__(self) -> str:
+        """As the dataclass's own, but a header's value shows as `***`: headers carry credentials as a token does."""
+        headers = {name: "***" for name in self.headers}
+        return f"HttpServer(url={self.url!r}, headers={headers!r}, name={self.name!r})"
 
     @property
     def shared(self) -> bool:

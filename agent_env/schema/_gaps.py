@@ -12,6 +12,22 @@ from typing import Any
 
 NO_DESCRIPTION = "no description"
 
+WRITTEN_HERE = (
+    "describe each tool and parameter in its docstring's Args:, and type an open object with a pydantic model"
+)
+"""How to fill the gaps of a tool written in Python: its docstring and types are what it publishes."""
+PUBLISHED_ELSEWHERE = (
+    "the server publishes none of it: its schema lacks `description` there, or an open object's keys; no docstring "
+    "here can add them"
+)
+"""What to say of the gaps of a tool a server publishes (an MCP server's): only its server can fill them."""
+
+
+def remedy(published_elsewhere: bool) -> str:
+    """How a tool's gaps are filled, by where its description and schema were written (`Tool.published_elsewhere`):
+    a docstring's advice means nothing for a third-party server's tool."""
+    return PUBLISHED_ELSEWHERE if published_elsewhere else WRITTEN_HERE
+
 
 def gaps(tool: Mapping[str, Any]) -> list[str]:
     """What a published tool (`name`, `description`, `inputSchema`) leaves unsaid, one short phrase each:

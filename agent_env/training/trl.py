@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_env.schema import fingerprint
-from agent_env.schema._gaps import gaps
-from agent_env.session import Provider, Session
+from agent_env.schema._gaps import gaps, remedy
+from agent_env.session import Provider, Session, tools_published_elsewhere
 from agent_env.training._methods import tool_method
 from agent_env.training._parsing import prepare_parsing
 from agent_env.training._render_check import ToolPlan, discovered_tools, plan_tools, render_check
@@ -246,14 +246,21 @@ class EnvironmentFactory:
         if self._noted:
             return
         self._noted = True
-        noted = [f"{tool['name']}: {', '.join(found)}" for tool in published if (found := gaps(tool))]
-        if noted:
-            logger.warning(
-                "agent_env: %s's tools leave the model to guess (agent-env check lists the same): %s. Describe each "
-                "tool and parameter in its docstring (Args:), and type an open object with a pydantic model.",
-                self.provider.name,
-                "; ".join(noted),
-            )
+        elsewhere = tools_published_elsewhere(self.provider)
+        for published_elsewhere in (False, True):
+            noted = [
+                f"{tool['name']}: {', '.join(found)}"
+                for tool in published
+                if (tool["name"] in elsewhere) == published_elsewhere and (found := gaps(tool))
+            ]
+            if noted:
+                advice = remedy(published_elsewhere)
+                logger.warning(
+                    "agent_env: %s's tools leave the model to guess (agent-env check lists the same): %s. %s.",
+                    self.provider.name,
+                    "; ".join(noted),
+                    advice[0].upper() + advice[1:],
+                )
 
     def __getstate__(self) -> dict[str, Any]:
         source = self.chat_template

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from agent_env import Environment, tool
+from agent_env.tools import END_TURN, Tool, ToolSet
 
 
 class Loan(BaseModel):
@@ -33,3 +34,22 @@ class Vague(Environment):
             loan: The new terms.
         """
         return isbn
+
+
+class VagueServer(Environment):
+    """Tools as a third-party server publishes them (as `AgentEnv.mcp` builds them, with `Tool.from_schema`): one
+    without a description, another with an undescribed parameter. No docstring here wrote them."""
+
+    def reset(self, **row):
+        return None
+
+    def reward(self):
+        return 0.0
+
+
+VagueServer.tools = ToolSet(
+    [
+        Tool.from_schema("lookup", "", {"type": "object", "properties": {"q": {"type": "string"}}}, print),
+        Environment.tools[END_TURN],
+    ]
+)

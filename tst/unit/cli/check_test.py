@@ -4,12 +4,16 @@ the token table."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_env import AgentEnv
 from agent_env.training.templates import shipped_template_names
+
+SCRIPTED = Path(__file__).resolve().parents[2] / "mcp" / "servers" / "scripted.py"
 
 EXACT = [  # every template that wrote the published JSON before lowering existed, and still must
     "qwen2_5", "qwen3", "qwen3_5_nothink", "qwen3_5_think", "qwen3_6", "qwen3_8", "qwen3_instruct_2507", "qwen3_vl",
@@ -176,6 +180,24 @@ def test_check_lists_per_tool_what_the_published_tools_leave_the_model_to_guess(
         "'loan.extras' is an open object",
     ]
     assert listed["gaps"]["end_turn"] == []
+
+
+def test_check_says_a_servers_tools_gaps_are_the_servers_without_docstring_advice(invoke, tmp_path):
+    listed = tmp_path / "tools.json"
+    listed.write_text('["echo"]')  # its `text` and `times` have no description
+    server = f"{sys.executable} {SCRIPTED} --tools-from {listed}"
+    result = invoke("check", "--mcp", server, "--templates", "qwen3")
+    assert result.exit_code == 0, result.output
+    lines = [" ".join(line.replace("│", " ").split()) for line in result.stdout.splitlines()]
+    assert "echo 'text' undescribed, 'times' undescribed" in lines
+    assert "the server publishes none of it: its schema lacks `description` there" in " ".join(lines)
+    assert "docstring's Args" not in result.stdout and "pydantic" not in result.stdout
+
+
+def test_a_python_environment_is_told_to_describe_its_tools_in_docstrings(invoke):
+    result = invoke("check", "tst.data.vague:Vague", "--templates", "qwen3")
+    assert "docstring's Args:" in " ".join(result.stdout.split())
+    assert "the server publishes none of it" not in " ".join(result.stdout.split())
 
 
 def test_a_desk_that_says_everything_gets_no_gaps_section(invoke):

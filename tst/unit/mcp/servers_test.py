@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from agent_env.mcp import HttpServer, StdioServer, server_from_text
+from agent_env.mcp import HttpServer, MCPEnvironment, StdioServer, server_from_text
 
 
 class TestPlaceholders:
@@ -98,6 +98,16 @@ class TestDescribing:
         assert server.request_headers() == {"X-Team": "a", "Authorization": "Bearer s3cret"}
         assert "s3cret" not in repr(server) and "s3cret" not in server.label
         assert not server.shared
+
+    def test_header_values_are_never_shown_but_still_sent_compared_and_pickled(self) -> None:
+        server = HttpServer("https://tools.example/mcp", headers={"Authorization": "Bearer s3cret"})
+        assert repr(server) == (
+            "HttpServer(url='https://tools.example/mcp', headers={'Authorization': '***'}, name=None)"
+        )
+        assert "s3cret" not in repr(MCPEnvironment(server))
+        assert server.request_headers() == {"Authorization": "Bearer s3cret"}
+        assert server != HttpServer("https://tools.example/mcp", headers={"Authorization": "Bearer other"})
+        assert pickle.loads(pickle.dumps(server)).headers == {"Authorization": "Bearer s3cret"}
 
 
 class TestLabels:

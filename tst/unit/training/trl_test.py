@@ -30,7 +30,7 @@ from agent_env.training.templates import ChatTemplate, load_template
 from agent_env.training.trl import own_paragraph
 from tst.data.families import Notes
 from tst.data.toy import ToyDesk
-from tst.data.vague import Vague
+from tst.data.vague import Vague, VagueServer
 
 CURVE = {"hours": "HE07", "points": [[0, 10], [50, 30]]}
 
@@ -398,8 +398,21 @@ def test_the_factory_logs_once_what_the_tools_leave_the_model_to_guess(caplog):
         "agent_env: Vague's tools leave the model to guess (agent-env check lists the same): lend: no description, "
         "'isbn' undescribed, 'options' undescribed, 'options' is an open object; renew: 'isbn' undescribed, 'loan' undescribed, 'loan.extras' is an "
         "open object. "
-        "Describe each tool and parameter in its docstring (Args:), and type an open object with a pydantic model."
+        "Describe each tool and parameter in its docstring's Args:, and type an open object with a pydantic model."
     )
+
+
+def test_the_factory_says_a_servers_tools_gaps_are_the_servers_without_docstring_advice(caplog):
+    with caplog.at_level("WARNING", logger="agent_env"):
+        EnvironmentFactory(LocalProvider(VagueServer), chat_template="qwen3")()
+    noted = [
+        record.getMessage() for record in caplog.records if "leave the model to guess" in record.getMessage()
+    ]
+    assert noted == [
+        "agent_env: VagueServer's tools leave the model to guess (agent-env check lists the same): lookup: no "
+        "description, 'q' undescribed. The server publishes none of it: its schema lacks `description` there, or an "
+        "open object's keys; no docstring here can add them."
+    ]
 
 
 class Routes(Environment):
