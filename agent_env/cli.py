@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -436,6 +436,28 @@ def rollout(
         )
 
 
+def _above_zero(value: float) -> float:
+    """A typer callback refusing a number that must be above 0 (a timeout) when the options are read."""
+    if value <= 0:
+        raise typer.BadParameter(f"{value:g} is not above 0")
+    return value
+
+
+def _json_object(option: str, text: str | None) -> dict[str, Any]:
+    """An option's JSON object (empty when the option is not given); a ValueError naming the option otherwise."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise ValueError(
+            f"{option} is not JSON ({error}): give a JSON object, e.g. '{{\"top_k\": 20}}'"
+        ) from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{option} must be a JSON object; got {text}")
+    return value
+
+
 @app.command("eval")
 def eval_command(
     environment: EnvironmentArgument = None,
@@ -453,11 +475,11 @@ def eval_command(
     episodes: Annotated[
         int | None,
         typer.Option(
-            help="Episodes to play: the split's first N rows (cycling, new seeds); default all rows."
+            min=1, help="Episodes to play: the split's first N rows (cycling, new seeds); default all rows."
         ),
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="Episodes in flight at once.")] = 8,
-    max_turns: Annotated[int, typer.Option(help="The most replies an episode gets.")] = 10,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes in flight at once.")] = 8,
+    max_turns: Annotated[int, typer.Option(min=1, help="The most replies an episode gets.")] = 10,
     out: Annotated[
         Path, typer.Option(help="The JSONL file: the run's settings, then one line per finished episode.")
     ] = Path("eval.jsonl"),
@@ -479,21 +501,26 @@ def eval_command(
             "lowered).",
         ),
     ] = None,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
-    top_p: Annotated[float | None, typer.Option(help="Nucleus sampling mass.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Most tokens a reply may have.")] = None,
+    temperature: Annotated[float | None, typer.Option(min=0.0, help="Sampling temperature.")] = None,
+    top_p: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Most tokens a reply may have.")] = None,
     seed: Annotated[int, typer.Option(help="Episode i is asked with seed + i, in every arm.")] = 0,
     extra_body: Annotated[
         str | None,
         typer.Option(help="JSON object of more request fields, e.g. '{\"top_k\": 20}'."),
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds one request may take.")] = 300.0,
+    timeout: Annotated[
+        float, typer.Option(callback=_above_zero, help="Seconds one request may take.")
+    ] = 300.0,
     max_retries: Annotated[
-        int, typer.Option(help="Retries of a request that met a 429, 5xx, timeout or lost connection.")
+        int, typer.Option(min=0, help="Retries of a request that met a 429, 5xx, timeout or lost connection.")
     ] = 3,
     plot: Annotated[
         Path | None,
-        typer.Option(help="Draw the reward distribution (each arm, and the paired differences) to this PNG."),
+        typer.Option(
+            help="Draw the reward distribution (each arm, and the paired differences) to this file, in the format "
+            "its suffix names (.png, .pdf, .svg, ...; PNG without one)."
+        ),
     ] = None,
     json_output: JsonOption = False,
     token: TokenOption = None,
@@ -522,9 +549,11 @@ def eval_command(
             raise ImportError(
                 "agent-env eval needs the `eval` extra (the openai client): pip install 'agent-env[eval]'"
             ) from None
-        body = json.loads(extra_body) if extra_body else {}
-        if not isinstance(body, dict):
-            raise ValueError(f"--extra-body must be a JSON object; got {extra_body}")
+        body = _json_object("--extra-body", extra_body)
+        if plot is not None:  # found now, not after the whole run
+            from agent_env.evaluation._plot import check_plot_path
+
+            check_plot_path(plot)
         env = stack.enter_context(
             closing(open_environment(environment, token=token, mcp=mcp or (), mcp_headers=mcp_header or ()))
         )

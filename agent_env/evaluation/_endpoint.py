@@ -42,11 +42,24 @@ class EndpointError(AgentEnvError, ConnectionError):
     code = "endpoint"
 
 
+ENDING_FAULTS = ("request_refused", "not_a_completion", "retries_exhausted")
+"""What a request that failed for good is counted as, once, against the episode it ended: a 4xx that asking again
+would not change (a bad request, an unknown model); an answer that is not a chat completion; retries run out."""
+
+
 class RequestFailedError(AgentEnvError, RuntimeError):
     """A chat request failed for good (refused, unreadable, or retried to the limit); it ends its episode, never
-    the run."""
+    the run.
+
+    Attributes:
+        fault: What it is counted as: one of `ENDING_FAULTS`.
+    """
 
     code = "request_failed"
+
+    def __init__(self, message: str, fault: str) -> None:
+        super().__init__(message)
+        self.fault = fault
 
 
 @dataclass(frozen=True)
@@ -123,7 +136,8 @@ class ChatClient:
         )
 
     def scrub(self, text: str) -> str:
-        """`text` with the API key (as is, and as JSON writes it) cut out."""
+        """`text` with the API key (as is, and as JSON writes it) cut out. For free text the server or an error
+        wrote, never for the run's own fields: a placeholder key ("EMPTY", "test") is an ordinary word."""
         if self._secret is None:
             return text
         for form in (self._secret, json.dumps(self._secret)[1:-1]):
@@ -132,10 +146,15 @@ class ChatClient:
 
     async def check(self) -> tuple[str, list[str]]:
         """The model to ask and any notes on it, from the server's `/models`; raises `EndpointError` naming the fix
-        when the server cannot be reached, refuses the key, or leaves the model to name unclear."""
+        when the server cannot be reached, refuses the key, answers no model list, or leaves the model to name
+        unclear."""
         url = self.endpoint.base_url.rstrip("/")
         try:
-            page = await self._client.with_options(timeout=min(self.endpoint.timeout, 30.0)).models.list()
+            # As JSON values, not the client's typed page: that one takes any answer (an HTML page, `{"data": "x"}`)
+            # and fails later, far from /models, or reads a string as a list of one-letter models.
+            listing = await self._client.with_options(timeout=min(self.endpoint.timeout, 30.0)).get(
+                "/models", cast_to=object
+            )
         except openai.APITimeoutError:
             raise EndpointError(
                 f"{url}/models did not answer in time: is the server up, and is --base-url its API root?"
@@ -156,8 +175,29 @@ class ChatClient:
             raise EndpointError(
                 f"{url}/models answered HTTP {error.status_code}: {self.scrub(error_text(error))}"
             ) from None
-        served = [str(getattr(model, "id", model)) for model in getattr(page, "data", None) or []]
-        return self._model(served)
+        except json.JSONDecodeError as error:  # a body sent as JSON that is not JSON
+            raise EndpointError(self._no_model_list(url, f"its answer is not JSON: {error}")) from None
+        return self._model(self._served(url, listing))
+
+    def _served(self, url: str, listing: Any) -> list[str]:
+        """The ids of the models a `/models` answer lists; `EndpointError` when it is no model list."""
+        if isinstance(listing, str):  # the client hands on a body that is not sent as JSON as its text
+            raise EndpointError(self._no_model_list(url, f"it answered text, not JSON: {cut(listing)}"))
+        data = listing.get("data") if isinstance(listing, dict) else None
+        if not isinstance(data, list) or not all(
+            isinstance(model, dict) and isinstance(model.get("id"), str) for model in data
+        ):
+            body = json.dumps(listing, default=str)
+            raise EndpointError(
+                self._no_model_list(url, f'its "data" is not a list of models with ids: {cut(body)}')
+            )
+        return [model["id"] for model in data]
+
+    def _no_model_list(self, url: str, problem: str) -> str:
+        return (
+            f"{url}/models did not return a model list ({self.scrub(problem)}): is --base-url the OpenAI-compatible "
+            "API root (usually ending in /v1, e.g. http://127.0.0.1:8000/v1)?"
+        )
 
     def _model(self, served: list[str]) -> tuple[str, list[str]]:
         if self.endpoint.model is not None:
@@ -214,26 +254,52 @@ class ChatClient:
                 last = f"HTTP {error.status_code}: {self.scrub(error_text(error))}"
                 retried = status_fault(error.status_code)
                 if retried is None:
-                    raise RequestFailedError(f"the server refused the request ({last})") from None
+                    raise RequestFailedError(
+                        f"the server refused the request ({last})", "request_refused"
+                    ) from None
                 fault = retried
                 retry_after = retry_after_seconds(error.response.headers)
             except openai.OpenAIError as error:
-                raise RequestFailedError(
-                    f"the server's answer is not a chat completion ({self.scrub(str(error))})"
-                ) from None
+                raise self._not_a_completion(str(error)) from None
+            except json.JSONDecodeError as error:  # a body sent as JSON that is not JSON
+                raise self._not_a_completion(f"it is not JSON: {error}") from None
             else:
-                choices = getattr(completion, "choices", None)
-                if not isinstance(choices, list):
-                    raise RequestFailedError(
-                        "the server's answer is not a chat completion (it has no choices list)"
-                    )
-                if choices:
-                    return reply_of(completion, choices[0])
+                reply = self._first_reply(completion)
+                if reply is not None:
+                    return reply
                 fault, last = "empty_choices", "an answer with an empty choices list"
             faults[fault] += 1
             if attempt < endpoint.max_retries:
                 await asyncio.sleep(self._delay(attempt, retry_after))
-        raise RequestFailedError(f"gave up after {endpoint.max_retries + 1} attempts; the last: {last}")
+        raise RequestFailedError(
+            f"gave up after {endpoint.max_retries + 1} attempts; the last: {last}", "retries_exhausted"
+        )
+
+    def _first_reply(self, completion: Any) -> Reply | None:
+        """The reply in `completion`'s first choice; None when its choice list is empty (asked again).
+
+        Raises:
+            RequestFailedError: The answer is not a chat completion (text, no choices list, a choice without a
+                message): the server's fault, not the environment's.
+        """
+        if isinstance(completion, str):  # the client hands on a body that is not sent as JSON as its text
+            raise self._not_a_completion(f"it is text, not JSON: {cut(completion)}")
+        choices = getattr(completion, "choices", None)
+        if not isinstance(choices, list):
+            raise self._not_a_completion("it has no choices list")
+        if not choices:
+            return None
+        if getattr(choices[0], "message", None) is None:
+            raise self._not_a_completion("its choice has no message")
+        try:
+            return reply_of(completion, choices[0])
+        except (AttributeError, TypeError, ValueError) as error:  # a message of another shape
+            raise self._not_a_completion(f"{type(error).__name__}: {error}") from None
+
+    def _not_a_completion(self, problem: str) -> RequestFailedError:
+        return RequestFailedError(
+            f"the server's answer is not a chat completion ({self.scrub(problem)})", "not_a_completion"
+        )
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None and 0 < retry_after <= MAX_RETRY_AFTER:
@@ -273,6 +339,11 @@ def retry_after_seconds(headers: Any) -> float | None:
     return None
 
 
+def cut(text: str, limit: int = 300) -> str:
+    """`text` cut to `limit` characters, marked when it was."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def error_text(error: openai.APIStatusError) -> str:
     """What a refusal says, cut short."""
     body = error.body
@@ -285,4 +356,4 @@ def error_text(error: openai.APIStatusError) -> str:
         if body is not None
         else error.message
     )
-    return text if len(text) <= 300 else text[:300] + "..."
+    return cut(text)

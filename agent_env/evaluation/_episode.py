@@ -30,6 +30,9 @@ from agent_env.training.trl import own_paragraph
 
 ENDINGS = ("end_turn", "no_tool_calls", "max_turns", "error")
 """How an episode can end."""
+ENVIRONMENT_ERROR = "environment_error"
+"""The fault counted against an episode that its environment ended (reset, reward or a served session failed); a
+request that failed for good is counted as its `RequestFailedError.fault`."""
 CALL_MARKUP = re.compile(
     r"<tool_call>|<\|tool_call|\[TOOL_CALLS\]|<function=|to=functions\.|<\|python_tag\|>|\"name\"\s*:\s*\"[^\"]+\"\s*,"
     r"\s*\"(?:arguments|parameters)\""
@@ -72,6 +75,8 @@ class Episode:
     wall_time: float
     transcript: list[dict[str, Any]]
     replies: list[dict[str, Any]] = field(default_factory=list)
+    opening: int = 0
+    """How many of the transcript's first messages the row and the environment wrote (the rest are the run's)."""
 
     def scored(self) -> bool:
         """Whether the episode ran to a reward (it did not end in an `error`)."""
@@ -79,6 +84,22 @@ class Episode:
 
     def to_json(self) -> dict[str, Any]:
         return {"type": "episode", **asdict(self)}
+
+    def scrubbed(self, scrub: Callable[[str], str]) -> Episode:
+        """This episode with `scrub` (which cuts the API key out) applied to the text the server wrote or that
+        quotes it: the replies and calls, and the tool messages, which quote the calls' arguments (the error is
+        scrubbed when it is made). The run's own fields (ids, the row, the seed, verdicts, the opening the row and
+        the environment wrote) are left whole: a placeholder key ("test", "EMPTY") is an ordinary word, and cutting
+        it from them corrupts the record and breaks `--resume`."""
+        return replace(
+            self,
+            calls=[_scrub_fields(call, ("id", "name", "arguments"), scrub) for call in self.calls],
+            replies=[_scrub_fields(reply, ("finish_reason", "reasoning"), scrub) for reply in self.replies],
+            transcript=[
+                *self.transcript[: self.opening],
+                *(_scrub_text(message, scrub) for message in self.transcript[self.opening :]),
+            ],
+        )
 
     def light(self) -> Episode:
         """This episode without its transcript and replies: what a run keeps in memory to sum it up."""
@@ -158,19 +179,22 @@ class Player:
             session = opened = await self._open()
             observation = await self._blocking(lambda: opened.reset(**task.row))
             record.transcript = opening(task.row.get("prompt"), own_paragraph(observation, task.row))
+            record.opening = len(record.transcript)
             record.ended_by = await self._turns(opened, arm, task, record, faults)
             record.reward = float(await self._blocking(opened.reward))
         except RequestFailedError as error:
             record.ended_by, record.error = "error", self.client.scrub(str(error))
+            faults[error.fault] += 1
         except Exception as error:  # the environment (reset, reward, its provider) failed: this episode only
             record.ended_by = "error"
             record.error = self.client.scrub(f"the environment raised {type(error).__name__}: {error}")
+            faults[ENVIRONMENT_ERROR] += 1
         finally:
             if session is not None:  # closed even when the run is cancelled (another episode failed it)
                 await asyncio.shield(self._blocking(session.close))
         record.faults = dict(faults)
         record.wall_time = round(time.perf_counter() - started, 4)
-        return record
+        return record.scrubbed(self.client.scrub)
 
     async def _turns(
         self, session: Session, arm: Arm, task: Task, record: Episode, faults: Counter[str]
@@ -225,6 +249,25 @@ class Player:
             record.transcript.append(tool_message(call.id, outcome.content))
             ended = ended or (outcome.verdict == ACCEPTED and call.name == END_TURN)
         return ended
+
+
+STRUCTURE = ("role", "type")
+"""The keys of a message whose values are its structure, not text: never scrubbed."""
+
+
+def _scrub_fields(item: dict[str, Any], names: Sequence[str], scrub: Callable[[str], str]) -> dict[str, Any]:
+    return {key: _scrub_text(value, scrub) if key in names else value for key, value in item.items()}
+
+
+def _scrub_text(value: Any, scrub: Callable[[str], str]) -> Any:
+    """`value` with `scrub` applied to every string in it but a mapping's keys and its `STRUCTURE` values."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {key: item if key in STRUCTURE else _scrub_text(item, scrub) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub_text(item, scrub) for item in value]
+    return value
 
 
 def _close_if_opened(opening: asyncio.Future[Any]) -> None:

@@ -1,8 +1,9 @@
-"""Draw a run's reward distribution, each arm side by side, and for a comparison the paired differences (a PNG;
-matplotlib, the `cli` extra)."""
+"""Draw a run's reward distribution, each arm side by side, and for a comparison the paired differences (in the
+format the file's suffix names; matplotlib, the `cli` extra)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -68,8 +69,43 @@ def plot_rewards(report: Report, path: str | Path) -> Path:
         axis.set_xlabel("reward difference")
         axis.legend(loc="upper left", fontsize=8)
     figure.suptitle(f"{report.environment} on {report.model} ({report.split})")
-    figure.savefig(path, format="png")
+    figure.savefig(path, format=plot_format(path))
     return Path(path)
+
+
+def plot_format(path: str | Path) -> str:
+    """The format `path` is drawn in: the one its suffix names, PNG without one (the name is kept as it is).
+
+    Raises:
+        ValueError: The suffix names a format matplotlib cannot write.
+    """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    suffix = Path(path).suffix.lower().removeprefix(".")
+    if not suffix:
+        return "png"
+    known = FigureCanvasBase.get_supported_filetypes()
+    if suffix not in known:
+        listed = ", ".join(f".{name}" for name in sorted(known))
+        raise ValueError(f"--plot {path}: matplotlib cannot write .{suffix} files; name one of {listed}")
+    return suffix
+
+
+def check_plot_path(path: str | Path) -> None:
+    """Refuse a plot the run could not write at its end, before it starts: an unknown suffix, a folder that is
+    missing or not writable, a folder named as the file.
+
+    Raises:
+        ValueError: Saying which.
+    """
+    plot_format(path)
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise ValueError(f"--plot cannot be written: {folder} is not a folder (create it, or name another)")
+    if Path(path).is_dir():
+        raise ValueError(f"--plot cannot be written: {path} is a folder (name a file in it)")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"--plot cannot be written: {folder} is not writable")
 
 
 def _span(rewards: dict[str, np.ndarray]) -> tuple[float, float]:

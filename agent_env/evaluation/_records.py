@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,7 +34,6 @@ class RunFile:
         path: Where it is.
         header: This run's settings (the first line).
         resume: Continue the run the file holds; without it, a file that exists and is not empty is refused.
-        scrub: Applied to every line before it is written (cuts the API key out).
     """
 
     def __init__(
@@ -43,10 +42,8 @@ class RunFile:
         header: Mapping[str, Any],
         *,
         resume: bool,
-        scrub: Callable[[str], str] = lambda text: text,
     ) -> None:
         self.path = Path(path)
-        self.scrub = scrub
         self.episodes: dict[tuple[str, str], Episode] = {}
         """Every episode in the file, the last line of each (arm, episode) only, without its transcript."""
         exists = self.path.exists() and self.path.stat().st_size > 0
@@ -77,7 +74,7 @@ class RunFile:
         self._file.close()
 
     def _write(self, line: Mapping[str, Any]) -> None:
-        text = self.scrub(json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str))
+        text = json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str)
         self._file.write(text + "\n")
         self._file.flush()  # in the operating system's hands: a killed process loses none of it
 
@@ -113,9 +110,34 @@ def _parse(text: str, path: Path, number: int) -> Any:
         raise RunFileError(f"{path}, line {number}: not JSON; is it an agent-env eval run?") from None
 
 
-def _difference(key: str, file: Mapping[str, Any], run: Mapping[str, Any]) -> str:
-    def short(value: Any) -> str:
-        text = json.dumps(value, default=str)
-        return text if len(text) <= 60 else text[:57] + "..."
+ABSENT = object()
+"""Stands for a field or item one side of a comparison has and the other lacks."""
 
-    return f"{key} {short(file.get(key))} there, {short(run.get(key))} here"
+
+def _difference(key: str, file: Mapping[str, Any], run: Mapping[str, Any]) -> str:
+    """Where setting `key` first differs between the file's run and this one, and both values there: the differing
+    field or item is named (`sampling.temperature`, `arms[1]`), so what differs shows even in long settings."""
+    path, there, here = first_difference(key, file.get(key, ABSENT), run.get(key, ABSENT))
+    return f"{path} {_short(there)} there, {_short(here)} here"
+
+
+def first_difference(path: str, there: Any, here: Any) -> tuple[str, Any, Any]:
+    """The path to the first field or item that differs between `there` and `here`, and its two values."""
+    if isinstance(there, dict) and isinstance(here, dict):
+        for name in [*there, *(name for name in here if name not in there)]:
+            if there.get(name, ABSENT) != here.get(name, ABSENT):
+                return first_difference(f"{path}.{name}", there.get(name, ABSENT), here.get(name, ABSENT))
+    if isinstance(there, list) and isinstance(here, list):
+        for index in range(max(len(there), len(here))):
+            old = there[index] if index < len(there) else ABSENT
+            new = here[index] if index < len(here) else ABSENT
+            if old != new:
+                return first_difference(f"{path}[{index}]", old, new)
+    return path, there, here
+
+
+def _short(value: Any) -> str:
+    if value is ABSENT:
+        return "absent"
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."

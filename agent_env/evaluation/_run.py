@@ -155,7 +155,7 @@ async def aevaluate(
             "template": template,
         }
         header = run_header(env, published, model, endpoint, chosen, settings)
-        log = RunFile(out, header, resume=resume, scrub=client.scrub)
+        log = RunFile(out, header, resume=resume)
         try:
             todo = [(task, arm) for task in tasks for arm in chosen if not log.finished(arm.name, task.id)]
             schemas = {tool["name"]: tool["inputSchema"] for tool in published}
@@ -278,8 +278,9 @@ def reply_notes(summaries: list[ArmSummary]) -> list[str]:
     calls = sum(summary.calls for summary in summaries)
     unparsed = sum(summary.faults.get("unparsed_call", 0) for summary in summaries)
     if calls == 0 and unparsed:
+        whose = "episode's" if unparsed == 1 else "episodes'"
         return [
-            f"no reply carried a tool call the server parsed, and {unparsed} episodes' replies wrote calls as text: "
+            f"no reply carried a tool call the server parsed, and {unparsed} {whose} replies wrote calls as text: "
             "the server ignores tools or cannot parse this model's calls (vLLM: --enable-auto-tool-choice "
             "--tool-call-parser NAME; SGLang: --tool-call-parser NAME; llama.cpp: --jinja); see the README's "
             "'Evaluate a model'"

@@ -24,6 +24,8 @@ from agent_env.evaluation._episode import Episode
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
+ERRORS_KEPT = 2
+"""How many distinct errors a summary quotes: enough to say why episodes failed; each one's is in the run's file."""
 
 
 @dataclass(frozen=True)
@@ -109,15 +111,20 @@ class ArmSummary:
         reward: The mean reward of the scored ones and its 95% interval.
         calls: Tool calls in the scored episodes.
         verdicts: Those calls by verdict (`accepted`, `invalid_arguments`, ...).
-        recovered: Refused calls to a tool that an accepted call to the same tool followed in the same episode.
-        recoverable: Refused calls to a tool the environment has (not `unknown_tool` or `unsupported_type`).
+        recovered: Failed calls to a tool that an accepted call to the same tool followed in the same episode.
+        recoverable: Failed calls to a tool the environment has: those with malformed arguments (`invalid_arguments`,
+            `not_json`) and those the environment refused; not `unknown_tool` or `unsupported_type`, which name
+            no tool to recover with.
         calls_per_episode: Mean tool calls per scored episode.
         turns_per_episode: Mean replies per scored episode.
         prompt_tokens_per_episode: Mean prompt tokens per scored episode (each request's, summed), when the
             server reports usage.
         completion_tokens_per_episode: Mean completion tokens per scored episode, likewise.
         ended_by: Episodes by how they ended.
-        faults: Episodes each fault touched, over all episodes.
+        faults: Episodes each fault touched, over all episodes; an episode that ended in an `error` counts what
+            ended it (`request_refused`, `not_a_completion`, `retries_exhausted`, `environment_error`).
+        errors: The first `ERRORS_KEPT` distinct errors that ended episodes (in the run's order), each with how
+            many episodes it ended: why episodes failed, without reading the file.
     """
 
     arm: str
@@ -134,6 +141,7 @@ class ArmSummary:
     completion_tokens_per_episode: float | None
     ended_by: dict[str, int]
     faults: dict[str, int]
+    errors: dict[str, int]
 
     def valid_rate(self) -> float:
         """The share of calls that were well formed: a tool the environment has, JSON arguments that pass its
@@ -149,7 +157,8 @@ class ArmSummary:
         }
 
     def recovery_rate(self) -> float:
-        """The share of refused calls (to a tool that exists) followed by an accepted call to the same tool."""
+        """The share of failed calls (malformed or refused, to a tool that exists) followed by an accepted call to
+        the same tool."""
         return self.recovered / self.recoverable if self.recoverable else math.nan
 
 
@@ -213,11 +222,23 @@ def summarize(episodes: Iterable[Episode], arm: str) -> ArmSummary:
         else None,
         ended_by=dict(sorted(Counter(episode.ended_by for episode in mine).items())),
         faults=dict(sorted(faults.items())),
+        errors=first_errors(mine),
     )
 
 
+def first_errors(episodes: Iterable[Episode]) -> dict[str, int]:
+    """The first `ERRORS_KEPT` distinct errors that ended `episodes`, in the run's order, with how many each ended."""
+    ended = Counter(
+        episode.error
+        for episode in sorted(episodes, key=lambda episode: episode.position)
+        if not episode.scored() and episode.error
+    )
+    return dict(list(ended.items())[:ERRORS_KEPT])
+
+
 def recoveries(calls: Sequence[dict[str, Any]]) -> tuple[int, int]:
-    """(refused calls followed by an accepted call to the same tool, refused calls to a tool that exists)."""
+    """(failed calls followed by an accepted call to the same tool, failed calls to a tool that exists): a failed
+    call is malformed or refused by the environment."""
     recovered, recoverable = 0, 0
     for index, call in enumerate(calls):
         if call["verdict"] in (ACCEPTED, "unknown_tool", "unsupported_type"):

@@ -1,11 +1,13 @@
 """How an evaluation's report reads in a terminal: the metrics of each arm side by side, the paired differences, the
-faults (rich; the `cli` extra)."""
+faults, and the first errors that ended episodes (rich; the `cli` extra)."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agent_env.evaluation._calls import MALFORMED, REFUSED
@@ -17,16 +19,17 @@ DETECTABLE = 0.03
 
 
 def show_report(console: Console, report: Report) -> None:
-    """The summary table, the faults, and any notes on the endpoint."""
+    """The summary table, the faults, why episodes failed, and any notes on the endpoint."""
     summaries, comparison = report.summaries, report.comparison
     episodes = max(summary.episodes for summary in summaries)
     console.print(
-        f"[bold]{report.environment}[/] on [bold]{report.model}[/], split {report.split}: {episodes} episodes"
+        f"[bold]{escape(report.environment)}[/] on [bold]{escape(report.model)}[/], split {escape(report.split)}: "
+        + counted(episodes, "episode")
         + (f" in each of {len(summaries)} arms" if len(summaries) > 1 else "")
-        + f" ({report.out})"
+        + f" ({escape(report.out)})"
     )
     for name, shows in report.arms:
-        console.print(f"  {name}: {shows}")
+        console.print(f"  {name}: {escape(shows)}")
     table = Table(show_edge=False, pad_edge=False)
     table.add_column("")
     for summary in summaries:
@@ -37,7 +40,7 @@ def show_report(console: Console, report: Report) -> None:
         table.add_row(*row)
     console.print(table)
     if comparison is not None:
-        line = f"Paired over {comparison.pairs} episodes (same row, same seed in both arms)"
+        line = f"Paired over {counted(comparison.pairs, 'episode')} (same row, same seed in both arms)"
         if math.isfinite(comparison.reward_sd) and comparison.reward_sd > 0:
             needed = pairs_needed(comparison.reward_sd, DETECTABLE)
             line += (
@@ -47,14 +50,20 @@ def show_report(console: Console, report: Report) -> None:
         console.print(line + ".", soft_wrap=True)
     pace = report.episodes_per_minute
     console.print(
-        f"This invocation played {report.played} episodes"
+        f"This invocation played {counted(report.played, 'episode')}"
         + (f" ({pace:.1f} a minute)" if pace is not None else "")
         + (f"; {report.skipped} were already finished in the file" if report.skipped else "")
         + "."
     )
     _show_faults(console, summaries)
+    _show_errors(console, report)
     for note in report.notes:
-        console.print(f"[yellow]Note:[/] {note}", soft_wrap=True)
+        console.print(f"[yellow]Note:[/] {escape(note)}", soft_wrap=True)
+
+
+def counted(count: int, noun: str) -> str:
+    """`count` and `noun`, plural unless one: "1 episode", "2 episodes"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _rows(summaries: list[ArmSummary], report: Report) -> list[list[str]]:
@@ -74,7 +83,7 @@ def _rows(summaries: list[ArmSummary], report: Report) -> list[list[str]]:
                 for s in summaries
             ),
         ],
-        ["recovery rate", *(_recovery(s) for s in summaries)],
+        ["recovery rate (failed calls)", *(_recovery(s) for s in summaries)],
         ["calls / episode", *(_number(s.calls_per_episode, 2) for s in summaries)],
         ["turns / episode", *(_number(s.turns_per_episode, 2) for s in summaries)],
         ["prompt tokens / episode", *(_number(s.prompt_tokens_per_episode, 0) for s in summaries)],
@@ -109,6 +118,21 @@ def _show_faults(console: Console, summaries: list[ArmSummary]) -> None:
     console.print(table)
 
 
+def _show_errors(console: Console, report: Report) -> None:
+    """The first distinct errors that ended episodes, so the terminal says why they failed (the file has each)."""
+    errors: Counter[str] = Counter()
+    for summary in report.summaries:
+        errors.update(summary.errors)
+    if not errors:
+        return
+    console.print(
+        f"Why episodes failed (the first distinct errors; each episode's is in {escape(report.out)}):",
+        soft_wrap=True,
+    )
+    for message, count in errors.items():
+        console.print(f"  {counted(count, 'episode')}: {escape(message)}", soft_wrap=True)
+
+
 def _estimate(
     estimate: Estimate | None, *, signed: bool = False, percent: bool = False, digits: int = 3
 ) -> str:
@@ -132,7 +156,7 @@ def _valid(summary: ArmSummary) -> str:
 
 def _recovery(summary: ArmSummary) -> str:
     if not summary.recoverable:
-        return "- (none refused)"
+        return "- (none failed)"
     return f"{summary.recovery_rate():.1%} ({summary.recovered}/{summary.recoverable})"
 
 

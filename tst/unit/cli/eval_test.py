@@ -100,7 +100,6 @@ def test_a_run_that_scores_no_episode_exits_1(tmp_path):
     [
         (["--extra-body", "[1]"], "agent-env eval: --extra-body must be a JSON object; got [1]"),
         (["--compare", "schemas"], "agent-env eval: unknown comparison 'schemas'; --compare takes lossy"),
-        (["--episodes", "0"], "agent-env eval: episodes must be at least 1; got 0"),
     ],
 )
 def test_bad_options_are_one_line_on_stderr(tmp_path, arguments, message):
@@ -116,3 +115,126 @@ def test_the_commands_defaults_are_the_libraries():
     }
     assert (defaults["base_url"], defaults["api_key_env"]) == (DEFAULT_BASE_URL, DEFAULT_API_KEY_ENV)
     assert defaults["out"] == Path(json.loads('"eval.jsonl"'))
+
+
+VLLM_400 = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+
+
+def test_failed_episodes_are_counted_among_the_faults_and_the_first_error_is_shown(tmp_path):
+    refusing = Answer({"error": {"message": VLLM_400}}, status=400)
+    with scripted(lambda body, headers: refusing) as server:
+        table = invoke(TOY, "--base-url", server.url, "--out", str(tmp_path / "a.jsonl"), "--episodes", "2")
+        as_json = invoke(
+            TOY, "--base-url", server.url, "--out", str(tmp_path / "b.jsonl"), "--episodes", "2", "--json"
+        )
+    assert table.exit_code == 1 and as_json.exit_code == 1
+    lines = table.stdout.splitlines()
+    assert "Faults: none." not in lines
+    assert any(line.startswith("request_refused") and line.rstrip().endswith("2 of 2") for line in lines)
+    assert lines[-1] == f"  2 episodes: the server refused the request (HTTP 400: {VLLM_400})"
+    assert lines[-2].startswith("Why episodes failed (the first distinct errors; each episode's is in ")
+    summary = json.loads(as_json.stdout)["summaries"][0]
+    assert summary["faults"] == {"request_refused": 2}
+    assert summary["errors"] == {f"the server refused the request (HTTP 400: {VLLM_400})": 2}
+
+
+def test_a_placeholder_key_is_cut_from_the_servers_text_only_and_the_run_resumes(tmp_path):
+    out = tmp_path / "r.jsonl"
+
+    def echoing(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if len(body["messages"]) == 1:  # the model repeats the key (a word, here) in its text
+            return Answer(completion("A test of the key test.", tool_calls=toy_policy(body).body["choices"][0]
+                                     ["message"]["tool_calls"]))  # fmt: skip
+        return toy_policy(body)
+
+    with scripted(echoing) as server:
+        first = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "2", key="test")
+        resumed = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "3", "--resume", key="test")  # fmt: skip
+    assert first.exit_code == 0 and resumed.exit_code == 0, first.output + resumed.output
+    header, *episodes = (json.loads(line) for line in out.read_text().splitlines())
+    assert header["split"] == "test"
+    assert [line["episode"] for line in episodes] == ["test/0", "test/1", "test/2"]
+    assert episodes[0]["task"] == {"task": "test-0"}
+    assert episodes[0]["transcript"][0]["content"].startswith("Trade.\n\nTask test-0:")  # the environment's
+    assert episodes[0]["transcript"][1]["content"] == "A [API key] of the key [API key]."  # the server's
+    played = next(line for line in resumed.stdout.splitlines() if line.startswith("This invocation"))
+    assert played.startswith("This invocation played 1 episode (")
+    assert played.endswith("; 2 were already finished in the file.")
+
+
+def test_the_recovery_rate_says_it_counts_every_failed_call_as_the_readme_does(tmp_path):
+    from tst.data.toy import MALFORMED, VALID
+    from tst.unit.evaluation.scripted import call, tool_results
+
+    def recovering(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        arguments = [MALFORMED, VALID][min(len(tool_results(body)), 1)]
+        if len(tool_results(body)) < 2:
+            return Answer(completion(tool_calls=[call("submit_offers", arguments)]))
+        return Answer(completion("Done."))
+
+    with scripted(recovering) as server:
+        result = invoke(TOY, "--base-url", server.url, "--out", str(tmp_path / "r.jsonl"), "--episodes", "1")
+    rows = {line.split("│")[0].strip(): line.split("│")[1].strip() for line in result.stdout.splitlines() if "│" in line}  # fmt: skip
+    assert rows["refused by the environment"] == "0"
+    assert rows["recovery rate (failed calls)"] == "100.0% (1/1)"
+    from tst.unit.evaluation.readme_test import SECTION
+
+    assert "the recovery rate (of the failed calls to a tool that exists" in " ".join(SECTION.split())
+
+
+@pytest.mark.parametrize(
+    ("arguments", "option"),
+    [
+        (["--max-retries", "-1"], "--max-retries"),
+        (["--timeout", "-1"], "--timeout"),
+        (["--timeout", "0"], "--timeout"),
+        (["--episodes", "0"], "--episodes"),
+        (["--concurrency", "0"], "--concurrency"),
+        (["--max-turns", "0"], "--max-turns"),
+        (["--max-tokens", "0"], "--max-tokens"),
+        (["--temperature", "-0.5"], "--temperature"),
+        (["--top-p", "1.5"], "--top-p"),
+    ],
+)
+def test_meaningless_numbers_are_refused_when_the_options_are_read_naming_the_option(arguments, option):
+    result = invoke(TOY, "--base-url", "http://127.0.0.1:9/v1", *arguments)  # nothing listens: never reached
+    assert result.exit_code == 2
+    assert f"Invalid value for '{option}'" in result.stderr
+    assert "cannot reach" not in result.stderr
+
+
+def test_extra_body_that_is_not_json_names_the_option(tmp_path):
+    result = invoke(TOY, "--base-url", "http://127.0.0.1:9/v1", "--extra-body", "{bad")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("agent-env eval: --extra-body is not JSON (Expecting property name")
+    assert result.stderr.strip().endswith("""give a JSON object, e.g. '{"top_k": 20}'""")
+
+
+@pytest.mark.parametrize(
+    ("plot", "message"),
+    [
+        ("missing/rewards.png", "agent-env eval: --plot cannot be written: {parent} is not a folder"),
+        (
+            "rewards.xyz",
+            "agent-env eval: --plot rewards.xyz: matplotlib cannot write .xyz files; name one of",
+        ),
+    ],
+)
+def test_a_plot_that_cannot_be_written_is_refused_before_any_episode(tmp_path, plot, message):
+    path = tmp_path / plot
+    with scripted(toy_policy) as server:
+        result = invoke(
+            TOY, "--base-url", server.url, "--out", str(tmp_path / "r.jsonl"), "--plot", str(path)
+        )
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message.format(parent=path.parent).replace("rewards.xyz", str(path)))
+    assert not server.requests and not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_plot_is_written_in_the_format_its_suffix_names(tmp_path):
+    with scripted(toy_policy) as server:
+        result = invoke(TOY, "--base-url", server.url, "--out", str(tmp_path / "r.jsonl"), "--episodes", "1",
+                        "--plot", str(tmp_path / "rewards.pdf"))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "rewards.pdf").read_bytes().startswith(b"%PDF")
+    assert result.stdout.splitlines()[0].endswith(f"split test: 1 episode ({tmp_path / 'r.jsonl'})")

@@ -78,7 +78,8 @@ def test_a_server_error_past_the_retries_ends_its_episode_unscored_and_the_run_g
     with scripted(faulty(0, [broken] * 3)) as server:
         report = run(server.url, endpoint={"max_retries": 2})
     failed = episode(report, 0)
-    assert (failed.ended_by, failed.reward, failed.faults) == ("error", None, {"server_error": 3})
+    assert (failed.ended_by, failed.reward) == ("error", None)
+    assert failed.faults == {"server_error": 3, "retries_exhausted": 1}
     assert failed.error == "gave up after 3 attempts; the last: HTTP 503: CUDA out of memory"
     summary = report.summaries[0]
     assert (summary.episodes, summary.failed, summary.reward.n) == (4, 1, 3)
@@ -112,7 +113,8 @@ def test_a_request_the_server_refuses_is_not_retried_and_ends_its_episode(run):
         report = run(server.url)
     failed = episode(report, 1)
     assert failed.error == "the server refused the request (HTTP 400: context length exceeded)"
-    assert failed.faults == {}
+    assert failed.faults == {"request_refused": 1}  # what ended it, among the faults the summary counts
+    assert report.summaries[0].faults == {"request_refused": 1}
     assert sum(1 for body, _ in server.requests if body["seed"] == 1) == 1
 
 
@@ -121,3 +123,45 @@ def test_an_answer_that_is_not_a_chat_completion_ends_its_episode(run):
         report = run(server.url)
     assert episode(report, 1).ended_by == "error"
     assert str(episode(report, 1).error).startswith("the server's answer is not a chat completion (")
+
+
+@pytest.mark.parametrize(
+    ("listing", "problem"),
+    [
+        (Answer("<html>hello</html>", content_type="text/html"), "it answered text, not JSON: <html>hello</html>"),
+        (Answer('{"data": [', content_type="application/json"), "its answer is not JSON: Expecting value"),
+        (Answer({"data": "x"}), '"data" is not a list of models with ids'),
+        (Answer({"data": [{"object": "model"}]}), '"data" is not a list of models with ids'),
+        (Answer({"object": "list"}), '"data" is not a list of models with ids'),
+    ],
+)  # fmt: skip
+def test_a_models_answer_that_is_no_model_list_is_an_endpoint_error_saying_what_to_check(
+    run, listing, problem
+):
+    with scripted(toy_policy, listing=listing) as server, pytest.raises(EndpointError) as raised:
+        run(server.url)
+    message = str(raised.value)
+    assert message.startswith(f"{server.url}/models did not return a model list (")
+    assert problem in message
+    assert message.endswith(
+        "is --base-url the OpenAI-compatible API root (usually ending in /v1, e.g. http://127.0.0.1:8000/v1)?"
+    )
+    assert not server.requests
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        (Answer('{"choices": [', content_type="application/json"), "it is not JSON: Expecting value"),
+        (Answer({"choices": [{"index": 0, "finish_reason": "stop"}]}), "its choice has no message"),
+        (Answer({"choices": "x"}), "it has no choices list"),
+    ],
+)
+def test_an_answer_that_is_no_chat_completion_is_the_servers_fault_not_the_environments(run, answer, problem):
+    with scripted(faulty(1, [answer])) as server:
+        report = run(server.url)
+    failed = episode(report, 1)
+    assert failed.ended_by == "error"
+    assert str(failed.error).startswith(f"the server's answer is not a chat completion ({problem}")
+    assert failed.faults == {"not_a_completion": 1}
+    assert report.summaries[0].faults == {"not_a_completion": 1}

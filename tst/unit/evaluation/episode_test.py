@@ -151,6 +151,9 @@ def test_an_environment_that_fails_ends_only_its_own_episode(run):
         report = run(server.url, env=AgentEnv.local(FailingReset))
     bad, good = sorted(report.episodes, key=lambda e: e.position)
     assert (bad.ended_by, bad.error) == ("error", "the environment raised RuntimeError: no such day")
+    assert bad.faults == {"environment_error": 1}
+    assert report.summaries[0].faults == {"environment_error": 1}
+    assert report.summaries[0].errors == {"the environment raised RuntimeError: no such day": 1}
     assert (good.ended_by, good.reward) == ("no_tool_calls", 1.0)
 
 

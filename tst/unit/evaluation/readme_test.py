@@ -49,3 +49,10 @@ def test_the_sample_size_table_is_pairs_needed():
 def test_the_options_it_names_exist(option):
     assert f"`{option}" in SECTION or f" {option}" in SECTION
     assert option in CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "240"}).stdout
+
+
+def test_the_command_line_section_shows_every_command():
+    section = README[README.index("## Command line") : README.index("## Which chat templates")]
+    commands = {command.name or command.callback.__name__ for command in app.registered_commands}
+    assert commands >= {"eval", "serve", "check"}
+    assert all(f"agent-env {command} " in section for command in commands)

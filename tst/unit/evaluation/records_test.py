@@ -88,3 +88,16 @@ def test_resume_refuses_a_file_that_is_no_run(run, tmp_path):
     (tmp_path / "run.jsonl").write_text('{"hello": 1}\n')
     with scripted(toy_policy) as server, pytest.raises(RunFileError, match="is not an agent-env eval run"):
         run(server.url, resume=True)
+
+
+def test_resume_names_the_part_of_a_setting_that_differs_not_its_first_characters(run, tmp_path):
+    from agent_env.evaluation import Sampling
+
+    with scripted(toy_policy) as server:
+        run(server.url, episodes=1)
+        with pytest.raises(RunFileError) as compared:
+            run(server.url, episodes=1, resume=True, compare_with="lossy")
+        with pytest.raises(RunFileError) as sampled:
+            run(server.url, episodes=1, resume=True, sampling=Sampling(temperature=0.6))
+    assert 'arms[1] absent there, {"name": "lossy", "shows": "TRL\'s method schemas' in str(compared.value)
+    assert "(sampling.temperature null there, 0.6 here)" in str(sampled.value)

@@ -20,14 +20,15 @@ REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
 
 @dataclass
 class Answer:
-    """What the server sends back: a status, a JSON body (or raw text), headers, after an optional delay; or, with
-    `drop`, nothing: the connection is closed."""
+    """What the server sends back: a status, a JSON body (or raw text, sent as `content_type` says: text/plain by
+    default), headers, after an optional delay; or, with `drop`, nothing: the connection is closed."""
 
     body: Any = None
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     drop: bool = False
+    content_type: str | None = None
 
 
 Script = Callable[[dict[str, Any], dict[str, str]], Answer]
@@ -89,11 +90,19 @@ def toy_policy(body: dict[str, Any], headers: dict[str, str] | None = None) -> A
 
 
 class ScriptedServer:
-    """The server, its script, and every chat request it got (their bodies and headers)."""
+    """The server, its script, and every chat request it got (their bodies and headers). `listing`, when given, is
+    what `GET /v1/models` answers instead of a list of `models`."""
 
-    def __init__(self, script: Script, models: tuple[str, ...] = ("scripted",), record: bool = True) -> None:
+    def __init__(
+        self,
+        script: Script,
+        models: tuple[str, ...] = ("scripted",),
+        record: bool = True,
+        listing: Answer | None = None,
+    ) -> None:
         self.script = script
         self.models = models
+        self.listing = listing
         self.record = record
         self.requests: list[tuple[dict[str, Any], dict[str, str]]] = []
         self.port = 0
@@ -138,7 +147,9 @@ class ScriptedServer:
                 payload = answer.body if isinstance(answer.body, bytes) else (
                     answer.body.encode() if isinstance(answer.body, str) else json.dumps(answer.body).encode()
                 )  # fmt: skip
-                kind = "application/json" if not isinstance(answer.body, str | bytes) else "text/plain"
+                kind = answer.content_type or (
+                    "application/json" if not isinstance(answer.body, str | bytes) else "text/plain"
+                )
                 extra = "".join(f"{name}: {value}\r\n" for name, value in answer.headers.items())
                 writer.write(
                     f"HTTP/1.1 {answer.status} {REASONS.get(answer.status, 'Error')}\r\ncontent-type: {kind}\r\n"
@@ -153,6 +164,8 @@ class ScriptedServer:
 
     def _answer(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> Answer:
         if method == "GET" and path == "/v1/models":
+            if self.listing is not None:
+                return self.listing
             return Answer({"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]})
         if method == "POST" and path == "/v1/chat/completions":
             request = json.loads(body)
@@ -163,9 +176,11 @@ class ScriptedServer:
 
 
 @contextmanager
-def scripted(script: Script, models: tuple[str, ...] = ("scripted",)) -> Iterator[ScriptedServer]:
+def scripted(
+    script: Script, models: tuple[str, ...] = ("scripted",), listing: Answer | None = None
+) -> Iterator[ScriptedServer]:
     """Run a `ScriptedServer` in a thread of its own on a free loopback port until the block ends."""
-    server = ScriptedServer(script, models)
+    server = ScriptedServer(script, models, listing=listing)
     started = threading.Event()
     loop = asyncio.new_event_loop()
     task: list[asyncio.Task[None]] = []
