@@ -177,9 +177,7 @@ class Connection:
                 return await self._request(lambda: self._client.call_tool(name, arguments), action, episode)
         except TimeoutError:
             gone = (
-                "its session was closed"
-                if isinstance(self.server, HttpServer)
-                else "the server was stopped"
+                "its session was closed" if isinstance(self.server, HttpServer) else "the server was stopped"
             )
             self._lost = (
                 f"{action} got no answer from {self.label} within {timeout:g} s in episode {episode}"

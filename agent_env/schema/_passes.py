@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from typing import Any
+from urllib.parse import unquote
 
 from agent_env.schema._applicable import drop_what_cannot_apply
 from agent_env.schema._check import MAX_SCHEMA_DEPTH, schema_place, too_deep
@@ -50,14 +51,15 @@ _RANK = {keyword: rank for rank, keyword in enumerate(_ORDER)}
 
 
 def inline_refs(schema: Schema) -> Schema:
-    """Inline every local `$ref` (`#/$defs/...`) and drop `$defs`; refuse a recursive type, which cannot be inlined,
-    and a schema whose refs inline to more than `MAX_SCHEMA_DEPTH` levels or `MAX_SCHEMA_NODES` subschemas."""
+    """Inline every local `$ref` (`#/$defs/...`, or a JSON pointer anywhere in the schema, `#/properties/done`, as
+    zod-to-json-schema writes a reused type) and drop `$defs`; refuse a recursive type, which cannot be inlined, and
+    a schema whose refs inline to more than `MAX_SCHEMA_DEPTH` levels or `MAX_SCHEMA_NODES` subschemas."""
     definitions: dict[str, Any] = {}
     for keyword in ("definitions", "$defs"):
         if isinstance(schema.get(keyword), dict):
             definitions.update(schema[keyword])
     root = {keyword: value for keyword, value in schema.items() if keyword not in ("$defs", "definitions")}
-    return _Inliner(definitions).inline(root, (), ())
+    return _Inliner(definitions, schema).inline(root, (), ())
 
 
 _ANNOTATIONS = frozenset(
@@ -68,8 +70,9 @@ _ANNOTATIONS = frozenset(
 class _Inliner:
     """One inlining of refs, counting the subschemas it writes so that refs that multiply stop at a clear error."""
 
-    def __init__(self, definitions: dict[str, Any]) -> None:
+    def __init__(self, definitions: dict[str, Any], document: Schema) -> None:
         self.definitions = definitions
+        self.document = document
         self.nodes = 0
         self.outermost_ref: Steps = ()
 
@@ -107,7 +110,11 @@ class _Inliner:
     def _definition(self, reference: Any, seen: tuple[str, ...], path: Steps) -> Schema:
         """The definition a `$ref` at `path` points to, as an object schema; refusing what cannot be inlined."""
         name = _name(reference, path)
-        if name not in self.definitions:
+        if name == reference:  # a pointer elsewhere in the document
+            definition = self._pointed(reference, path)
+        elif name in self.definitions:
+            definition = self.definitions[name]
+        else:
             raise SchemaNormalizationError(
                 f"{schema_place(path)}: $ref {reference!r} does not point into this schema's $defs"
             )
@@ -120,7 +127,6 @@ class _Inliner:
             raise SchemaNormalizationError(
                 f"{schema_place(path)}: $refs lead to $refs more than {MAX_SCHEMA_DEPTH} deep"
             )
-        definition = self.definitions[name]
         if isinstance(definition, bool):  # `true` is the empty schema, `false` the one nothing is valid under
             return {} if definition else {"not": {}}
         if not isinstance(definition, dict):
@@ -128,6 +134,25 @@ class _Inliner:
                 f"{schema_place(path)}: $ref {reference!r} points to {short(definition)}, not a schema"
             )
         return definition
+
+    def _pointed(self, reference: str, path: Steps) -> Any:
+        """What the JSON pointer `reference` (`#/properties/done`) points to in the whole document.
+
+        The document is in 2020-12 by now; a pointer into a keyword the upgrade respelled (a draft-07 tuple
+        `items/0`, `dependencies`) finds nothing, and is refused rather than read as another keyword.
+        """
+        target: Any = self.document
+        for token in reference[2:].split("/") if reference != "#" else ():
+            step = unquote(token).replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and step in target:
+                target = target[step]
+            elif isinstance(target, list) and step.isdigit() and int(step) < len(target):
+                target = target[int(step)]
+            else:
+                raise SchemaNormalizationError(
+                    f"{schema_place(path)}: $ref {reference!r} points to nothing in this schema (no {step!r})"
+                )
+        return target
 
 
 # Keywords that read their neighbours in the same schema object: `additionalProperties` applies to the properties
@@ -149,9 +174,16 @@ def _interfere(constraining: Collection[str], resolved: Collection[str]) -> bool
 
 
 def _name(reference: Any, path: Steps) -> str:
+    """The definition a `#/$defs/NAME` ref names, or, for a pointer anywhere else in the document, the ref itself."""
     for prefix in ("#/$defs/", "#/definitions/"):
-        if isinstance(reference, str) and reference.startswith(prefix):
+        if (
+            isinstance(reference, str)
+            and reference.startswith(prefix)
+            and "/" not in reference[len(prefix) :]
+        ):
             return reference[len(prefix) :].replace("~1", "/").replace("~0", "~")
+    if isinstance(reference, str) and (reference == "#" or reference.startswith("#/")):
+        return reference
     raise SchemaNormalizationError(
         f"{schema_place(path)}: $ref {reference!r} is not local; only '#/$defs/...' references can be inlined"
     )

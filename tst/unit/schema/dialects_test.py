@@ -14,6 +14,8 @@ from agent_env import Tool, ToolArgumentError, ToolDefinitionError
 from agent_env.schema import SchemaCheckError, SchemaNormalizationError, check_schema, dialect_of, normalize
 from agent_env.schema._dialects import upgrade
 from tst.data.dialects import DECLARED, DRAFT_04, DRAFT_07, SPELLINGS, UNKNOWN, Declared
+from tst.data.mcp import outcomes
+from tst.data.mcp.capture import SERVERS
 
 LISTINGS = sorted((Path(__file__).parents[2] / "data" / "mcp").glob("*.json"))
 
@@ -148,26 +150,36 @@ def test_a_recursive_reference_of_2019_09_is_refused_as_a_recursive_type():
 
 @pytest.mark.parametrize(("label", "tool"), listed_tools(), ids=[label for label, _ in listed_tools()])
 def test_every_tool_a_real_server_lists_is_published_in_2020_12(label: str, tool: dict[str, Any]):
-    published = Tool.from_schema(tool["name"], tool["description"] or "", tool["inputSchema"], lambda **a: a)
+    published = outcomes.published(tool)
     assert "$schema" not in published.input_schema
     check_schema(published.input_schema)
 
 
-def test_the_real_listings_record_their_server_and_version_and_declare_their_dialects():
+def test_the_real_listings_record_the_server_and_version_they_were_captured_from():
     listings = {path.stem: json.loads(path.read_text()) for path in LISTINGS}
     assert {name: (listing["server"], listing["version"]) for name, listing in listings.items()} == {
-        "server-memory": ("@modelcontextprotocol/server-memory", "2026.8.31"),
-        "server-filesystem": ("@modelcontextprotocol/server-filesystem", "2026.8.31"),
-        "mcp-server-time": ("mcp-server-time", "2026.10.19"),
-        "mcp-server-git": ("mcp-server-git", "2026.10.19"),
+        name: (package, pinned) for name, (package, pinned, _, _) in SERVERS.items()
     }
-    dialects = {
-        name: {dialect_of(tool["inputSchema"]).name for tool in listing["tools"]}
-        for name, listing in listings.items()
-    }
-    assert dialects == {
-        "server-memory": {"draft-07"},
-        "server-filesystem": {"draft-07"},
-        "mcp-server-time": {"2020-12"},
-        "mcp-server-git": {"2020-12"},
-    }
+
+
+def test_the_real_listings_declare_draft_07_or_nothing_which_is_2020_12():
+    declared: dict[str, list[str]] = {}
+    for path in LISTINGS:
+        dialects = {dialect_of(tool["inputSchema"]).name for tool in json.loads(path.read_text())["tools"]}
+        assert len(dialects) == 1, (path.stem, dialects)  # a server declares one dialect for all its tools
+        declared.setdefault(dialects.pop(), []).append(path.stem)
+    assert declared == {
+        "draft-07": [
+            "desktop-commander", "exa-mcp-server", "figma-developer-mcp", "firecrawl-mcp", "mcp-server-supabase",
+            "server-everything", "server-filesystem", "server-github", "server-gitlab", "server-memory",
+            "server-sequential-thinking",
+        ],
+        "2020-12": [
+            "arxiv-mcp-server", "aws-documentation-mcp-server", "chroma-mcp", "chrome-devtools-mcp", "context7-mcp",
+            "duckduckgo-mcp-server", "markitdown-mcp", "mcp-atlassian", "mcp-clickhouse", "mcp-neo4j-cypher",
+            "mcp-server-fetch", "mcp-server-git", "mcp-server-kubernetes", "mcp-server-motherduck", "mcp-server-sqlite",
+            "mcp-server-time", "mongodb-mcp-server", "notion-mcp-server", "playwright-mcp", "serena-agent",
+            "server-aws-kb-retrieval", "server-brave-search", "server-everart", "server-google-maps", "server-postgres",
+            "server-puppeteer", "server-redis", "server-slack", "tavily-mcp",
+        ],
+    }  # fmt: skip

@@ -48,6 +48,57 @@ def test_inline_refs_refuses_a_remote_ref():
         inline_refs({"$ref": "https://example.com/schema.json"})
 
 
+def test_inline_refs_follows_a_pointer_to_another_property_as_zod_to_json_schema_writes_a_reused_type():
+    schema = {
+        "type": "object",
+        "properties": {
+            "done": {"type": "boolean", "description": "Done."},
+            "revision": {"$ref": "#/properties/done", "description": "A revision."},
+            "more": {"$ref": "#/properties/revision"},
+            "first": {"$ref": "#/properties/list/prefixItems/0"},
+            "list": {"type": "array", "prefixItems": [{"type": "integer", "minimum": 1}]},
+        },
+    }
+    properties = inline_refs(schema)["properties"]
+    assert properties["revision"] == {"type": "boolean", "description": "A revision."}
+    assert properties["more"] == {"type": "boolean", "description": "A revision."}
+    assert properties["first"] == {"type": "integer", "minimum": 1}
+
+
+def test_inline_refs_follows_a_pointer_into_a_definition():
+    schema = {
+        "$defs": {"Pair": {"type": "object", "properties": {"a": {"type": "string"}}}},
+        "properties": {"a": {"$ref": "#/$defs/Pair/properties/a"}},
+    }
+    assert inline_refs(schema) == {"properties": {"a": {"type": "string"}}}
+
+
+def test_inline_refs_refuses_a_pointer_to_nothing_naming_the_step_not_found():
+    schema = {"properties": {"a": {"type": "string"}, "b": {"$ref": "#/properties/c"}}}
+    with pytest.raises(SchemaNormalizationError) as refused:
+        inline_refs(schema)
+    assert (
+        str(refused.value) == "properties.b: $ref '#/properties/c' points to nothing in this schema (no 'c')"
+    )
+    draft_07_tuple = {  # `items/0` is `prefixItems/0` once upgraded: refused, never read as the `items` after it
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "properties": {
+            "pair": {"type": "array", "items": [{"type": "integer"}], "additionalItems": {"type": "string"}},
+            "first": {"$ref": "#/properties/pair/items/0"},
+        },
+    }
+    with pytest.raises(SchemaNormalizationError, match=r"^properties\.first: .* \(no '0'\)$"):
+        normalize(draft_07_tuple)
+
+
+def test_inline_refs_refuses_a_pointer_to_a_schema_that_holds_it_as_a_recursive_type():
+    tree = {"properties": {"tree": {"type": "array", "items": {"$ref": "#/properties/tree"}}}}
+    with pytest.raises(SchemaNormalizationError, match=r"type '#/properties/tree' refers to itself"):
+        inline_refs(tree)
+    with pytest.raises(SchemaNormalizationError, match=r"type '#' refers to itself"):
+        inline_refs({"properties": {"again": {"$ref": "#"}}})
+
+
 def test_drop_noise_removes_titles_but_keeps_a_property_named_title():
     schema = {
         "title": "Args",
