@@ -60,10 +60,20 @@ class Connection:
         server: The server.
         start_timeout: Seconds the server may take to start and answer `initialize`.
         verify: Checks the server's listing when it says its tools changed.
+        handshake: The SDK client's `mode`: "auto" probes `server/discover` (2026-07-28) and falls back to
+            `initialize`; "legacy" sends `initialize` alone, as clients before 2026 did.
     """
 
-    def __init__(self, server: Server, *, start_timeout: float, verify: Verify | None = None) -> None:
+    def __init__(
+        self,
+        server: Server,
+        *,
+        start_timeout: float,
+        verify: Verify | None = None,
+        handshake: str = "auto",
+    ) -> None:
         self.server = server
+        self.handshake = handshake
         self.verify = verify
         """Checks a fresh listing against the published tools; raises `ToolsChangedError` if it differs."""
         self.start_timeout = start_timeout
@@ -72,6 +82,10 @@ class Connection:
         """The episode this connection serves, as messages name it."""
         self.server_name: str | None = None
         """The name the server gave itself in `initialize`."""
+        self.legacy = False
+        """Whether the server speaks only the protocol from before 2026 (`initialize`): it answered no probe."""
+        self.closed_while_starting = False
+        """Whether the server closed the connection (died) before it was ready."""
         self.directory: str | None = None
         self._client: Any = None
         self._ready = asyncio.Event()
@@ -284,11 +298,14 @@ class Connection:
             raise MCPServerLostError(self._lost) from None
 
     async def _run(self) -> None:
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
         try:
             async with self._client_context() as client:
                 self._client = client
                 info = client.server_info
                 self.server_name = getattr(info, "name", None)
+                self.legacy = client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
                 watcher = asyncio.create_task(self._watch_tools(client))
                 self._stderr_started = self._stderr_size()
                 self._ready.set()
@@ -315,7 +332,13 @@ class Connection:
         info = Implementation(name=CLIENT_NAME, version=__version__)
         async with contextlib.AsyncExitStack() as stack:
             transport = await self._transport(stack)
-            client = Client(transport, cache=None, client_info=info, message_handler=self._on_message)
+            client = Client(
+                transport,
+                cache=None,
+                client_info=info,
+                message_handler=self._on_message,
+                mode=self.handshake,
+            )
             yield await stack.enter_async_context(client)
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
@@ -408,7 +431,11 @@ class Connection:
             self._checking = None
 
     def _start_error(self, failure: BaseException) -> MCPStartError:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
         cause = _root_cause(failure)
+        self.closed_while_starting = isinstance(cause, MCPError) and cause.code == CONNECTION_CLOSED
         status = self._refused_with
         if status is not None:
             return MCPStartError(

@@ -19,6 +19,7 @@ from typing import Any
 from agent_env._loop import spawn
 from agent_env.mcp._connection import Connection, Verify
 from agent_env.mcp._servers import Server
+from agent_env.mcp.errors import MCPStartError
 
 logger = logging.getLogger("agent_env.mcp")
 
@@ -48,6 +49,8 @@ class ServerPool:
         self._shared_lock = asyncio.Lock()
         self._refill_failed = False
         self._closed = False
+        self.handshake = "auto"
+        """The handshake new connections make: "auto" until the server shows it speaks only `initialize`."""
 
     async def start(self) -> tuple[Connection, list[Any]]:
         """Start the first connection and list its tools (when the environment is built); it becomes a spare."""
@@ -143,14 +146,40 @@ class ServerPool:
             return self._shared
 
     async def _open(self, *, verify: bool) -> Connection:
-        connection = Connection(self.server, start_timeout=self.start_timeout, verify=self.verify)
-        await connection.open()
+        connection = await self._connect()
         if verify and self.verify is not None:
             try:
                 self.verify(connection, await connection.list_tools())
             except BaseException:
                 await connection.close()
                 raise
+        return connection
+
+    async def _connect(self) -> Connection:
+        """A new, initialized connection, in the handshake the server speaks. The first probes `server/discover`;
+        once the server has answered only `initialize` (an mcp 1.x server, most of those in use), every later
+        connection sends `initialize` alone, sparing the probe (up to the SDK's 10 s for a server that leaves it
+        unanswered). A server that dies on the probe (older 1.x releases) is started once more, without it."""
+        connection = Connection(
+            self.server, start_timeout=self.start_timeout, verify=self.verify, handshake=self.handshake
+        )
+        try:
+            await connection.open()
+        except MCPStartError as error:
+            if self.handshake == "legacy" or not connection.closed_while_starting:
+                raise
+            connection = Connection(
+                self.server, start_timeout=self.start_timeout, verify=self.verify, handshake="legacy"
+            )
+            try:
+                await connection.open()
+            except MCPStartError:
+                raise error from None
+            logger.info(
+                "agent_env: %s died on the 2026 handshake's probe; it is started without it", connection.label
+            )
+        if connection.legacy:
+            self.handshake = "legacy"
         return connection
 
     def _refill(self) -> None:

@@ -47,12 +47,12 @@ def server(*options: str, **settings: object) -> StdioServer:
     return StdioServer(command[0], command[1:], **settings)  # type: ignore[arg-type]
 
 
-def legacy_server() -> StdioServer:
+def legacy_server(*options: str) -> StdioServer:
     """`servers/legacy.py` on the mcp 1.x SDK, in the MCP servers' own venv (`make mcp-servers`)."""
     python = INSTALLED / "python" / "bin" / "python"
     if not python.exists():
         pytest.fail(f"{python} is missing: run `make mcp-servers`")
-    return StdioServer(str(python), [str(Path(__file__).parent / "servers" / "legacy.py")])
+    return StdioServer(str(python), [str(Path(__file__).parent / "servers" / "legacy.py"), *options])
 
 
 def connection_of(session: object) -> object:
@@ -112,6 +112,25 @@ class TestStarting:
         assert (
             time.monotonic() - began < 4.5
         )  # it waited on a shutdown of 6 s (and more) after the 1 s before
+
+    def test_a_server_that_dies_on_the_2026_handshakes_probe_is_started_without_it(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, legacy_server("--die-on-probe"))  # as mcp releases before 1.7 do
+        with env.open() as session:
+            session.reset()
+            assert session.call_tool("count", {}) == "1"
+
+    def test_once_a_server_answered_only_initialize_later_servers_are_spared_the_probe(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, legacy_server(), warm=0)  # mcp 1.30: it logs the probe it refuses
+        with env.open() as session:
+            session.reset()  # on the server that listed the tools, which answered the probe's refusal
+            session.reset()  # on a new one
+            connection = connection_of(session)
+            assert connection.handshake == "legacy"  # type: ignore[attr-defined]
+            assert "discover" not in connection._stderr_tail()  # type: ignore[attr-defined]
 
     def test_a_working_directory_that_does_not_exist_is_named(
         self, environments: Make, tmp_path: Path
