@@ -184,8 +184,9 @@ def refusals(render: Callable[[Mapping[str, Any]], str], shown: list[dict[str, A
         Refusal(
             tool["name"],
             f"parameter '{path}' is left out of the prompt by this Gemma 4 template revision, which drops "
-            f"parameters named {', '.join(STANDARD_KEYS)}; rename it, or train with a revision that keeps them "
-            "(TRL's gemma4, gemma4_v4 or gemma4_v5)",
+            f"parameters named {', '.join(STANDARD_KEYS)}; train with a revision that keeps them (TRL's gemma4, "
+            "gemma4_v4 or gemma4_v5), or rename it (a tool of an MCP server, whose names are its own: leave the "
+            "tool out with tools=[...])",
             path,
         )
         for tool in shown

@@ -92,8 +92,9 @@ def test_a_gemma4_revision_that_drops_keyword_named_parameters_is_refused_naming
     v2, gemma4 = json.loads(result.stdout)["templates"]
     assert v2["refusals"] == [
         "note: parameter 'type' is left out of the prompt by this Gemma 4 template revision, which drops parameters "
-        "named description, type, properties, required, nullable; rename it, or train with a revision that keeps "
-        "them (TRL's gemma4, gemma4_v4 or gemma4_v5)"
+        "named description, type, properties, required, nullable; train with a revision that keeps them (TRL's "
+        "gemma4, gemma4_v4 or gemma4_v5), or rename it (a tool of an MCP server, whose names are its own: leave the "
+        "tool out with tools=[...])"
     ]
     assert gemma4["refusals"] == [] and gemma4["shows_every_tool"]
 

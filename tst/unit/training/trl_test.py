@@ -309,8 +309,9 @@ def test_gemma4_revisions_that_drop_keyword_named_parameters_are_refused_with_th
     # issue 20, item 18: one line, the one naming the fix; not also "loses type.type, type.description"
     assert [line for line in str(raised.value).splitlines() if line.startswith("- ")] == [
         "- note: parameter 'type' is left out of the prompt by this Gemma 4 template revision, which drops "
-        "parameters named description, type, properties, required, nullable; rename it, or train with a revision "
-        "that keeps them (TRL's gemma4, gemma4_v4 or gemma4_v5)"
+        "parameters named description, type, properties, required, nullable; train with a revision that keeps them "
+        "(TRL's gemma4, gemma4_v4 or gemma4_v5), or rename it (a tool of an MCP server, whose names are its own: "
+        "leave the tool out with tools=[...])"
     ]
     EnvironmentFactory(LocalProvider(Notes), chat_template="gemma4_v5")()  # a revision that keeps them
 
