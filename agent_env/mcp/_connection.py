@@ -47,6 +47,8 @@ PING_TIMEOUT = 2.0
 _STOP_TIMEOUT = 6.0
 """Seconds the SDK's shutdown (stdin closed, wait, terminate, kill) may take before the process is killed here."""
 CLIENT_NAME = "agent-env"
+BEFORE_EPISODES = "(before it served one)"
+"""A connection's episode until it serves one (a spare, or the one that listed the tools)."""
 
 
 Verify = Callable[["Connection", list[Any]], None]
@@ -78,7 +80,7 @@ class Connection:
         """Checks a fresh listing against the published tools; raises `ToolsChangedError` if it differs."""
         self.start_timeout = start_timeout
         self.id = uuid.uuid4().hex[:12]
-        self.episode = "(before it served one)"
+        self.episode = BEFORE_EPISODES
         """The episode this connection serves, as messages name it."""
         self.server_name: str | None = None
         """The name the server gave itself in `initialize`."""
@@ -152,7 +154,25 @@ class Connection:
             raise error from None
 
     async def list_tools(self) -> list[Any]:
-        """Every tool the server lists, following `tools/list` pagination."""
+        """Every tool the server lists, following `tools/list` pagination, within `start_timeout` in all.
+
+        Raises:
+            MCPTimeoutError: The listing took longer; the server is stopped (it stalls).
+            MCPServerError: The server refused to list, or listed what is not MCP, or pages without end.
+        """
+        try:
+            async with asyncio.timeout(self.start_timeout):
+                return await self._list_pages()
+        except TimeoutError:
+            during = "" if self.episode == BEFORE_EPISODES else f" (in episode {self.episode})"
+            self._lost = (
+                f"{self.label} did not list its tools within {self.start_timeout:g} s{during}; the server was "
+                "stopped (or raise start_timeout=)"
+            )
+            spawn(self.close())
+            raise MCPTimeoutError(self._lost) from None
+
+    async def _list_pages(self) -> list[Any]:
         tools: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
@@ -181,13 +201,13 @@ class Connection:
             ToolError: The server refused the request itself (a JSON-RPC error), with its message.
         """
         episode = episode or self.episode
-        if self._checking is not None:
-            await asyncio.shield(self._checking)
-        if self._tools_changed is not None:
-            raise ToolsChangedError(self._tools_changed)
         action = f"tool '{name}'"
         try:
             async with asyncio.timeout(timeout):
+                if self._checking is not None:
+                    await asyncio.shield(self._checking)
+                if self._tools_changed is not None:
+                    raise ToolsChangedError(self._tools_changed)
                 return await self._request(lambda: self._client.call_tool(name, arguments), action, episode)
         except TimeoutError:
             gone = (
@@ -285,8 +305,17 @@ class Connection:
         try:
             return await request()
         except MCPError as error:
-            if error.code != CONNECTION_CLOSED:
-                raise refusal(f"{self.label} refused {action}: {error.message}") from None
+            # CONNECTION_CLOSED is also JSON-RPC's generic server error (-32000): a server answering with it is
+            # alive, and what it said is a refusal like any other; only a connection that is gone is a loss.
+            if error.code != CONNECTION_CLOSED or (
+                not self._stop.is_set() and await self._ping() is not False
+            ):
+                raise refusal(f"{self.label} refused {action}: {_short(error.message, 2_000)}") from None
+            if self._stop.is_set():  # closed here (the episode ended or was reset), not by the server
+                raise MCPServerLostError(
+                    f"{action} was cut short in episode {episode or self.episode}: the episode was closed or reset "
+                    "while it ran"
+                ) from None
             next_reset = (
                 "opens a new session" if isinstance(self.server, HttpServer) else "starts a fresh server"
             )
@@ -296,6 +325,14 @@ class Connection:
             )
             spawn(self.close())
             raise MCPServerLostError(self._lost) from None
+        except AgentEnvError:
+            raise
+        except Exception as error:  # the SDK could not read the answer: a result that breaks the protocol
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise MCPServerError(
+                f"{self.label} answered {action} in episode {episode or self.episode} with what is not valid MCP "
+                f"({type(error).__name__}: {_short(first)}): a fault of the server, not of the call"
+            ) from None
 
     async def _run(self) -> None:
         from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -366,7 +403,11 @@ class Connection:
         # Kept open for the server's life (the process writes into it); closed in _clean_up.
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         parameters = StdioServerParameters(
-            command=server.command, args=args, env={**env, **server_marks(self.id)}, cwd=cwd
+            command=server.command,
+            args=args,
+            env={**env, **server_marks(self.id)},
+            cwd=cwd,
+            encoding_error_handler="replace",  # a line that is not UTF-8 is junk like any other, not a lost stream
         )
         return stdio_client(parameters, errlog=self._stderr)
 

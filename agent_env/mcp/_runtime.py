@@ -200,10 +200,16 @@ class ServerSet:
                     logger.warning("agent_env: skipped (skip_unpublishable=True): %s", message)
                     continue
                 if safe in self.routes:
+                    other_key, other = self.routes[safe]
+                    fix = (
+                        "leave one out (tools=[...])"
+                        if other_key == key
+                        else "give the servers names (servers={'name': ...}) so each one's tools are prefixed, or "
+                        "leave one out (tools=[...])"
+                    )
                     raise ToolDefinitionError(
-                        f"{label} lists tool {entry.name!r}, published as {safe!r}, a name another tool already has; "
-                        "give the servers names (servers={'name': ...}) so each one's tools are prefixed, or leave one "
-                        "out (tools=[...])"
+                        f"{label} lists tool {entry.name!r}, published as {safe!r}, a name its tool {other!r} "
+                        f"already has; {fix}"
                     )
                 if safe != published:
                     renamed.append(f"{published!r} as {safe!r}")
@@ -324,9 +330,12 @@ _NOT_IDENTIFIER = re.compile(r"\W", re.ASCII)
 
 
 def _identifier(name: str) -> str:
-    """`name` with every character that cannot be in a Python identifier made `_` (`get-sum` -> `get_sum`), and a
-    `_` after a keyword (`import` -> `import_`), which cannot name a function either."""
+    """`name` with every character that cannot be in a Python identifier made `_` (`get-sum` -> `get_sum`), a
+    `tool_` before a digit (`3d-print` -> `tool_3d_print`), and a `_` after a keyword (`import` -> `import_`), which
+    cannot name a function either."""
     safe = name if name.isidentifier() else _NOT_IDENTIFIER.sub("_", name)
+    if safe[:1].isdigit():
+        safe = f"tool_{safe}"
     return f"{safe}_" if keyword.iskeyword(safe) else safe
 
 

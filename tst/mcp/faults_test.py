@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_env import AgentEnv
+from agent_env import AgentEnv, ToolError
 from agent_env.mcp import (
     HttpServer,
+    MCPServerError,
     MCPServerLostError,
     MCPStartError,
     MCPTimeoutError,
@@ -378,6 +379,121 @@ class TestToolsThatChange:
             assert session.call_tool("change_tools", {}) == "changed"
             with pytest.raises(ToolsChangedError, match=r"it lists change_tools, count, die, extra"):
                 session.call_tool("count", {})  # at once: it must not reach the changed server
+
+
+def hostile(*options: str) -> StdioServer:
+    """`servers/hostile.py`: a server written by hand that breaks the protocol on purpose."""
+    return StdioServer(sys.executable, [str(Path(__file__).parent / "servers" / "hostile.py"), *options])
+
+
+class TestServersThatBreakTheProtocol:
+    @pytest.mark.parametrize(
+        ("tool", "cause"),
+        [
+            ("null_content", "ValidationError: 1 validation error for CallToolResult"),
+            (
+                "breaks_output_schema",
+                "RuntimeError: Invalid structured content returned by tool breaks_output_schema",
+            ),
+        ],
+    )
+    def test_a_result_that_is_not_mcp_is_the_servers_fault_named_with_its_episode(
+        self, environments: Make, tool: str, cause: str
+    ) -> None:
+        server = hostile()
+        env = environments(AgentEnv.mcp, server)
+        with env.open() as session:
+            session.reset()
+            episode = session.environment._episode.id  # type: ignore[attr-defined]
+            with pytest.raises(MCPServerError) as broken:
+                session.call_tool(tool, {})
+            assert str(broken.value).startswith(
+                f"MCP server 'hostile' ({server.label}) answered tool '{tool}' in episode {episode} with what is not "
+                f"valid MCP ({cause}"
+            )
+            assert "pydantic.dev" not in str(broken.value)  # the model reads it: one line, not a dump
+            assert session.call_tool("ok", {}) == "fine"
+
+    def test_a_reward_tool_answering_what_is_not_mcp_scores_zero_instead_of_stopping_the_trainer(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, hostile(), reward="null_content")
+        with env.open() as session:
+            session.reset()
+            assert session.reward() == 0.0
+
+    def test_the_servers_own_error_with_jsons_generic_code_is_a_refusal_not_a_death(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, hostile())
+        with env.open() as session:
+            session.reset()
+            with pytest.raises(ToolError, match=r"refused tool 'error_code': the server's own error -32000$"):
+                session.call_tool(
+                    "error_code", {"code": -32000}
+                )  # -32000 is also the SDK's "connection closed"
+            assert session.call_tool("ok", {}) == "fine"  # the server was not stopped
+
+    def test_bytes_that_are_not_utf8_on_stdout_are_junk_and_the_answer_after_them_arrives(
+        self, environments: Make, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        with caplog.at_level(logging.WARNING, "agent_env.mcp"):
+            env = environments(
+                AgentEnv.mcp, hostile("--latin1-banner"), start_timeout=5
+            )  # it started at once
+            with env.open() as session:
+                session.reset()
+                assert session.call_tool("not_utf8", {}) == "after the bytes"
+        assert any("caf\ufffd server starting" in record.message for record in caplog.records)
+
+    def test_a_server_that_never_lists_its_tools_fails_the_reset_at_the_start_timeout(
+        self, environments: Make, tmp_path: Path
+    ) -> None:
+        stalls = tmp_path / "stall"
+        env = environments(
+            AgentEnv.mcp, hostile("--stall-listing-after", str(stalls)), warm=0, start_timeout=1
+        )
+        stalls.touch()  # servers started from now on never answer tools/list
+        with env.open() as session:
+            session.reset()  # on the server that listed the tools when the environment was built
+            with pytest.raises(
+                MCPTimeoutError, match=r"did not list its tools within 1 s; the server was stopped"
+            ):
+                session.reset()  # it waited for ever
+
+    def test_a_call_waiting_on_the_check_of_a_changed_tool_list_fails_at_its_timeout(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, hostile(), call_timeout=1, start_timeout=20)
+        with env.open() as session:
+            session.reset()
+            assert session.call_tool("change_and_stall", {}) == "changed"
+            with pytest.raises(MCPTimeoutError, match="tool 'ok' got no answer .* within 1 s"):
+                session.call_tool("ok", {})  # it waited for ever on the listing the server never gives
+
+    def test_a_call_cut_short_by_closing_its_episode_does_not_blame_the_server(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, hostile(), call_timeout=30)
+        session = env.open()
+        session.reset()
+        errors: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                session.call_tool("hang", {})
+            except BaseException as error:
+                errors.append(error)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        time.sleep(0.5)
+        session.close()
+        caller.join(timeout=20)
+        (error,) = errors
+        assert isinstance(error, MCPServerLostError)
+        assert "was cut short in episode" in str(error) and "closed or reset while it ran" in str(error)
+        assert "died" not in str(error)
 
 
 class TestUrls:

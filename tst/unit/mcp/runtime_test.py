@@ -63,6 +63,8 @@ class TestPublishedNames:
             ("lire_été", "lire_été"),  # already an identifier: kept
             ("import", "import_"),  # a keyword cannot name a Python function
             ("class-info", "class_info"),
+            ("3d-print", "tool_3d_print"),  # nor can a digit begin one
+            ("123", "tool_123"),
         ],
     )
     def test_every_character_that_cannot_be_in_an_identifier_becomes_an_underscore_and_a_keyword_gains_one(
