@@ -93,18 +93,12 @@ async def timed(call: Any, count: int) -> tuple[float, float]:
 
 def overhead(name: str, arguments: dict[str, Any], rounds: int = 12, count: int = 40) -> None:
     """The bare `mcp.Client` and agent_env's session on the same server build, on the same event loop, in
-    alternating rounds (so both meet the same load): ms per call, wall and this process's CPU. Each of agent_env's
-    rounds is an episode of `count` calls, as a trainer runs them: a reset (untimed, with the same graph made again)
-    and its calls, whose records the reward function reads and which go with the episode."""
+    alternating rounds (so both meet the same load): ms per call, wall and this process's CPU."""
     from mcp import Client, StdioServerParameters
 
-    env = AgentEnv.mcp(memory_server(), warm=1)
+    env = AgentEnv.mcp(memory_server(), warm=0)
     session = env.open()
-
-    def episode() -> None:
-        session.reset()
-        session.call_tool("create_entities", ENTITIES)  # the graph the bare client's server holds
-
+    session.reset()
     folder = tempfile.mkdtemp(
         prefix="agent-env-bench-"
     )  # a memory file of its own, empty, as the episode's is
@@ -122,11 +116,10 @@ def overhead(name: str, arguments: dict[str, Any], rounds: int = 12, count: int 
         rows = []
         async with Client(parameters, cache=None) as bare:
             await bare.call_tool("create_entities", ENTITIES)  # the same graph on both servers
+            await session.acall_tool("create_entities", ENTITIES)
             for _ in range(rounds):
                 baseline = await timed(lambda: bare.call_tool(name, arguments), count)
-                await asyncio.to_thread(episode)
                 awaited = await timed(lambda: session.acall_tool(name, arguments), count)
-                await asyncio.to_thread(episode)
                 rows.append((baseline, awaited, await asyncio.to_thread(synchronous)))
         return rows
 
