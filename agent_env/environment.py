@@ -42,6 +42,27 @@ class Environment:
         """The episode's reward; called after the episode ends (or when the trainer asks for it)."""
         raise NotImplementedError(f"{type(self).__name__} must implement reward()")
 
+    def after_call(
+        self, name: str, arguments: Any, result: str | None, error: Exception | None
+    ) -> str | None:
+        """Hear how a call of the running episode went, and say whether it ended the episode.
+
+        The session calls this after every call it takes while the episode runs: run (`result` is the text the
+        model reads), or refused or failed (`error`: an unknown tool, arguments that break the schema, a tool that
+        raised). It is how an environment keeps the episode's record of calls, counts errors, or ends the episode
+        from within (a simulated user said goodbye, a limit was reached). The default keeps nothing and ends nothing.
+
+        Returns:
+            Why the episode has ended, when this call ended it ("the user ended the conversation"); else None. The
+            session then refuses further calls, as after `end_turn`, and `Session.ended()` says why.
+        """
+        return None
+
+    def reward_breakdown(self) -> dict[str, Any] | None:
+        """Each part of the last reward and why, as JSON values, for the reward's caller (`Session.score`) and the
+        records of an evaluation; called after `reward`. None, the default, for a reward that has no parts."""
+        return None
+
     def close(self) -> None:
         """Free what the environment holds (processes, connections); its session calls this when it closes.
 

@@ -83,6 +83,33 @@ class EpisodeEndedError(EpisodeStateError):
         self.add_note(f"{start_hint} to start another episode")
 
 
+class RemoteError(AgentEnvError, ConnectionError):
+    """Something outside the model failed: a served environment's server, a Ray actor, an MCP server, a simulated
+    user's endpoint. Not the model's to fix, so an evaluation ends the episode unscored rather than blaming it."""
+
+    code = "remote_error"
+
+
+class ModelEndpointError(RemoteError):
+    """A model the environment itself asks (a simulated user, a judge) could not be asked: its endpoint failed for
+    good (down, refused, rate-limited or timed out past its retries) or answered nothing usable. The episode ends
+    unscored, never with a reward the agent did not earn."""
+
+    code = "model_endpoint"
+
+
+class UserEndpointError(ModelEndpointError):
+    """A simulated user's endpoint failed for good, or answered with no text: the conversation cannot go on."""
+
+    code = "user_endpoint"
+
+
+class JudgeEndpointError(ModelEndpointError):
+    """A judge's endpoint failed for good, or answered what cannot be read as its verdicts."""
+
+    code = "judge_endpoint"
+
+
 class SessionClosedError(EpisodeStateError):
     """A session was used after `close`."""
 

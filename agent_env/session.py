@@ -10,6 +10,7 @@ import numbers
 import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
@@ -23,6 +24,7 @@ from agent_env.errors import (
     AgentEnvError,
     EpisodeEndedError,
     EpisodeNotStartedError,
+    EpisodeStateError,
     RewardError,
     SessionClosedError,
     ToolFailedError,
@@ -30,6 +32,19 @@ from agent_env.errors import (
 from agent_env.tools import END_TURN, Tool
 
 logger = logging.getLogger("agent_env.session")
+
+
+@dataclass(frozen=True)
+class Score:
+    """An episode's reward and, where its environment gives one, the breakdown: each part and why.
+
+    Attributes:
+        reward: The reward, as `Session.reward()` returns it.
+        breakdown: JSON values (`Environment.reward_breakdown`), or None for a reward without parts.
+    """
+
+    reward: float
+    breakdown: dict[str, Any] | None = None
 
 
 class Session(ABC):
@@ -70,6 +85,16 @@ class Session(ABC):
     @abstractmethod
     def reward(self) -> float:
         """The episode's reward, ending the episode first if it is still running."""
+
+    def score(self) -> Score:
+        """The episode's reward with its breakdown, ending the episode first if it is still running; a session that
+        cannot tell the breakdown (this default) gives the reward alone."""
+        return Score(self.reward())
+
+    def ended(self) -> str | None:
+        """Why the episode has ended (`end_turn` was called, a call ended it), or None while it runs (or before it
+        starts). Cheap: a remote session learns it with each call's answer, so a caller may ask after every call."""
+        return None
 
     @abstractmethod
     def close(self) -> None:
@@ -129,28 +154,34 @@ class LocalSession(Session):
         return observation
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
-        tool, kwargs = self._prepare(name, arguments)
+        tool = self._running_tool(name, arguments)
         try:
+            kwargs = tool.bind(arguments)
             result = tool.function(self.environment, **kwargs)
             if tool.is_async:
                 result = run_sync(result)
-        except AgentEnvError:
-            raise
+            text = as_text(result)
         except Exception as error:
-            raise self._failed(tool, error) from error
-        return self._finish(tool, result)
+            failure = self._failure(tool, error)
+            self._heard(name, arguments, None, failure)
+            raise failure from error
+        self._heard(name, arguments, text, None)
+        return self._finish(tool, text)
 
     async def acall_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
-        tool, kwargs = self._prepare(name, arguments)
+        tool = self._running_tool(name, arguments)
         try:
+            kwargs = tool.bind(arguments)
             result = tool.function(self.environment, **kwargs)
             if tool.is_async:
                 result = await result
-        except AgentEnvError:
-            raise
+            text = as_text(result)
         except Exception as error:
-            raise self._failed(tool, error) from error
-        return self._finish(tool, result)
+            failure = self._failure(tool, error)
+            self._heard(name, arguments, None, failure)
+            raise failure from error
+        self._heard(name, arguments, text, None)
+        return self._finish(tool, text)
 
     def is_async(self, name: str) -> bool:
         found = type(self.environment).tools.get(name)
@@ -165,15 +196,42 @@ class LocalSession(Session):
             self._ended_by = "its reward was read, which ends a running episode"
         return checked_reward(type(self.environment).__name__, self.environment.reward())
 
+    def score(self) -> Score:
+        reward = self.reward()
+        return Score(reward, self.environment.reward_breakdown())
+
+    def ended(self) -> str | None:
+        return self._ended_by if self.state is EpisodeState.ENDED else None
+
     def close(self) -> None:
         if self.state is not EpisodeState.CLOSED:
             self.state = EpisodeState.CLOSED
             self.environment.close()
 
-    def _prepare(self, name: str, arguments: Mapping[str, Any]) -> tuple[Tool, dict[str, Any]]:
-        tool = type(self.environment).tools.resolve(name)
+    def _running_tool(self, name: str, arguments: Any) -> Tool:
+        """The tool called `name`, once the episode is known to be running. A name no tool has is refused first,
+        whatever the state (the environment hears of it, as of any other refused call, when its episode runs)."""
+        try:
+            tool = type(self.environment).tools.resolve(name)
+        except AgentEnvError as error:
+            self._heard(name, arguments, None, error)
+            raise
         self._require_running(name)
-        return tool, tool.bind(arguments)
+        return tool
+
+    def _heard(self, name: str, arguments: Any, text: str | None, error: Exception | None) -> None:
+        """Tell the environment how a call of the running episode went (`Environment.after_call`), and end the
+        episode if it says the call ended it."""
+        if isinstance(error, EpisodeStateError) or self.state is not EpisodeState.RUNNING:
+            return
+        ended = self.environment.after_call(name, arguments, text, error)
+        if ended is not None:
+            self.state, self._ended_by = EpisodeState.ENDED, ended
+
+    def _failure(self, tool: Tool, error: Exception) -> Exception:
+        """`error` as the call's failure: agent_env's own as it is, anything else a tool raised as a
+        `ToolFailedError` (its traceback goes to the log)."""
+        return error if isinstance(error, AgentEnvError) else self._failed(tool, error)
 
     def _failed(self, tool: Tool, error: Exception) -> ToolFailedError:
         """The error a tool that raised `error` (not an agent_env error) fails with; its traceback goes to the log."""
@@ -186,10 +244,10 @@ class LocalSession(Session):
         )
         return ToolFailedError(tool_failure(tool.name, error))
 
-    def _finish(self, tool: Tool, result: Any) -> str:
-        if tool.name == END_TURN:
+    def _finish(self, tool: Tool, text: str) -> str:
+        if tool.name == END_TURN and self.state is EpisodeState.RUNNING:
             self.state = EpisodeState.ENDED
-        return as_text(result)
+        return text
 
     def _require_open(self) -> None:
         if self.state is EpisodeState.CLOSED:

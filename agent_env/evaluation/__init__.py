@@ -13,7 +13,12 @@ from agent_env.evaluation._calls import (
     ToolCall,
     run_call,
 )
-from agent_env.evaluation._endpoint import (
+from agent_env.evaluation._episode import ENDINGS, Episode, Player, Task
+from agent_env.evaluation._messages import tool_message, tool_text
+from agent_env.evaluation._records import RunFile, RunFileError
+from agent_env.evaluation._run import DEFAULT_OUT, Report, aevaluate, evaluate, plan
+from agent_env.evaluation._stats import ArmSummary, Comparison, Estimate, compare, pairs_needed, summarize
+from agent_env.llm import (
     DEFAULT_API_KEY_ENV,
     DEFAULT_BASE_URL,
     ChatClient,
@@ -22,11 +27,6 @@ from agent_env.evaluation._endpoint import (
     RequestFailedError,
     Sampling,
 )
-from agent_env.evaluation._episode import ENDINGS, Episode, Player, Task
-from agent_env.evaluation._messages import tool_message, tool_text
-from agent_env.evaluation._records import RunFile, RunFileError
-from agent_env.evaluation._run import DEFAULT_OUT, Report, aevaluate, evaluate, plan
-from agent_env.evaluation._stats import ArmSummary, Comparison, Estimate, compare, pairs_needed, summarize
 
 __all__ = [
     "ACCEPTED",

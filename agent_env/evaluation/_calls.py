@@ -12,13 +12,14 @@ from typing import Any
 
 from agent_env.errors import (
     EpisodeStateError,
+    RemoteError,
     ToolArgumentError,
     ToolError,
     ToolFailedError,
     UnknownToolError,
 )
 from agent_env.evaluation._messages import tool_text, unknown_tool, unreadable_arguments, unsupported_call
-from agent_env.server.errors import RemoteError
+from agent_env.llm import ToolCall
 from agent_env.session import Session
 
 ACCEPTED = "accepted"
@@ -29,23 +30,6 @@ REFUSED = ("tool_error", "episode_state", "error")
 """Verdicts on well-formed calls that the environment refused: a `ToolError` (the tool's own check), a call after
 the episode ended, anything else a tool raised."""
 VERDICTS = (ACCEPTED, *MALFORMED, *REFUSED)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One call as the server returned it.
-
-    Attributes:
-        id: The call's id (one is made up when the server sent none), which its tool message answers.
-        type: "function", or what else the server said.
-        name: The tool named.
-        arguments: As sent: a JSON string (None or "" for none; a mapping from a server that parsed them).
-    """
-
-    id: str
-    type: str
-    name: str
-    arguments: Any
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,9 @@ from typing import Any
 
 from agent_env.evaluation._arms import Arm
 from agent_env.evaluation._calls import ACCEPTED, run_call
-from agent_env.evaluation._endpoint import ChatClient, RequestFailedError, Sampling
 from agent_env.evaluation._messages import tool_message
 from agent_env.inspection.probe import opening
+from agent_env.llm import ChatClient, RequestFailedError, Sampling
 from agent_env.session import Provider, Session
 from agent_env.tools import END_TURN
 from agent_env.training.trl import own_paragraph

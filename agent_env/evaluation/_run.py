@@ -14,10 +14,10 @@ from typing import Any
 
 from agent_env._agent_env import AgentEnv
 from agent_env.evaluation._arms import FULL, Arm, arms
-from agent_env.evaluation._endpoint import ChatClient, Endpoint, Sampling
 from agent_env.evaluation._episode import Episode, Player, Task
 from agent_env.evaluation._records import RunFile
 from agent_env.evaluation._stats import ArmSummary, Comparison, compare, summarize
+from agent_env.llm import ChatClient, Endpoint, Sampling
 from agent_env.schema import fingerprint
 from agent_env.session import Provider
 

@@ -13,19 +13,17 @@ from agent_env.errors import (
     EpisodeEndedError,
     EpisodeNotStartedError,
     EpisodeStateError,
+    JudgeEndpointError,
+    ModelEndpointError,
+    RemoteError,
     RewardError,
     SessionClosedError,
     ToolArgumentError,
     ToolError,
     ToolFailedError,
     UnknownToolError,
+    UserEndpointError,
 )
-
-
-class RemoteError(AgentEnvError, ConnectionError):
-    """Talking to a served environment failed for a reason that is not the model's to fix."""
-
-    code = "remote_error"
 
 
 class ServerUnavailableError(RemoteError):
@@ -108,6 +106,7 @@ HTTP_STATUS: dict[type[AgentEnvError], int] = {
     RowNotFoundError: 404,
     RequestTooLargeError: 413,
     ServerError: 500,
+    ModelEndpointError: 502,
     TooManyEpisodesError: 503,
     ServerUnavailableError: 503,
     CallTimeoutError: 504,
@@ -139,6 +138,9 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
         ResetError,
         DatasetNotFoundError,
         RowNotFoundError,
+        ModelEndpointError,
+        UserEndpointError,
+        JudgeEndpointError,
     )
 }
 """Every error that can cross the wire, by its stable code."""
@@ -171,6 +173,8 @@ __all__ = [
     "DatasetNotFoundError",
     "EpisodeNotFoundError",
     "InvalidRequestError",
+    "JudgeEndpointError",
+    "ModelEndpointError",
     "RemoteError",
     "RequestTooLargeError",
     "ResetError",
@@ -179,6 +183,7 @@ __all__ = [
     "ServerUnavailableError",
     "TooManyEpisodesError",
     "UnauthorizedError",
+    "UserEndpointError",
     "error_class",
     "http_status",
 ]

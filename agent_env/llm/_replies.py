@@ -7,7 +7,22 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agent_env.evaluation._calls import ToolCall
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call as the server returned it.
+
+    Attributes:
+        id: The call's id (one is made up when the server sent none), which its tool message answers.
+        type: "function", or what else the server said.
+        name: The tool named.
+        arguments: As sent: a JSON string (None or "" for none; a mapping from a server that parsed them).
+    """
+
+    id: str
+    type: str
+    name: str
+    arguments: Any
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`agent_env/evaluation/_endpoint.py`: the endpoint is checked before any episode; the server's faults are retried
+"""`agent_env/llm/_client.py`: the endpoint is checked before any episode; the server's faults are retried
 with a bounded backoff, counted against their episode, and end only that episode."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The model's side: an OpenAI-compatible chat-completions endpoint through the official `openai` client, with
+"""One OpenAI-compatible chat-completions endpoint through the official `openai` client, with
 bounded retries that count every fault they meet, and an API key that nothing written or shown carries.
 
 The client's own retries are off (`max_retries=0`): `complete` retries what the client would (429, 408, 409, 5xx,
@@ -23,7 +23,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from agent_env.errors import AgentEnvError
-from agent_env.evaluation._replies import Reply, reply_of
+from agent_env.llm._replies import Reply, reply_of
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"

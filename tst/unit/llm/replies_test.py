@@ -1,4 +1,4 @@
-"""`agent_env/evaluation/_replies.py`: a server's completion read into what goes back and what is judged, whatever
+"""`agent_env/llm/_replies.py`: a server's completion read into what goes back and what is judged, whatever
 the server left out."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Any
 
 from openai.types.chat import ChatCompletion
 
-from agent_env.evaluation._calls import ToolCall
-from agent_env.evaluation._replies import reply_of
+from agent_env.llm import ToolCall
+from agent_env.llm import reply_of
 from tst.unit.evaluation.scripted import completion
 
 

@@ -1,0 +1,234 @@
+"""τ²-bench's domain data at run time, never shipped: downloaded at a pinned commit into the user's cache and checked
+against its SHA-256, or read from a folder the user names (`data_dir=`, or `$AGENT_ENV_TAU2_DATA`).
+
+The data is Sierra's (MIT); agent_env ships only where to find it and what its hashes are. A file is written to the
+cache only once it is whole and its hash matches, so no corrupt file is ever left there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+from agent_env.errors import AgentEnvError
+
+COMMIT = "a2c024725189473d2d7cea3a5cfdbcc67478e41f"
+"""The tau2-bench commit whose data this implements (2026-08-18, release line 1.0.x): results are comparable with
+runs on this data, and only on it."""
+SOURCE = "https://github.com/sierra-research/tau2-bench"
+URL_PATTERN = (
+    "https://raw.githubusercontent.com/sierra-research/tau2-bench/{commit}/data/tau2/domains/{domain}/{file}"
+)
+"""Where each file is downloaded from; `$AGENT_ENV_TAU2_URL` (or `url=`) names a mirror with the same fields."""
+DATA_ENV = "AGENT_ENV_TAU2_DATA"
+"""The variable naming a folder laid out as `<domain>/<file>` (tau2-bench's `data/tau2/domains`)."""
+URL_ENV = "AGENT_ENV_TAU2_URL"
+CACHE_ENV = "AGENT_ENV_CACHE"
+"""The variable naming agent_env's cache folder (default `$XDG_CACHE_HOME/agent_env`, or `~/.cache/agent_env`)."""
+
+FILES: dict[str, dict[str, str]] = {
+    "airline": {
+        "db.json": "1af9fea6e03ca7ca15a22bb3fcaf3e351393e3fc9070b6777947da8996f7531b",
+        "policy.md": "10dc0525421521208be39cee235bba84a16e2bcba9899eb93d92cd81d2f62fc4",
+        "split_tasks.json": "b22ced4d9a9850ac9aea31c53bdcb6d6009058140bd9acc7db37c1d36222ba8b",
+        "tasks.json": "ccd8ba737b4cc371415af70151187788f728d6108d0916e73bb4317b40542052",
+    },
+    "retail": {
+        "db.json": "413a65160adbdb5fde0ffc0015c49b6d70250b10c18128de169b597af7766765",
+        "policy.md": "2c9652afbce57d6e087768d37cda64d31c53d50b3e3225cfdb791bac66466467",
+        "split_tasks.json": "ed0580ec52575b63fbf76568af42490da6ee7783ecb4aa81af46961291358f20",
+        "tasks.json": "8e03ebce7901bd6218e7a7dc3105faa9324091a68058f7fe61c65262868812e8",
+    },
+    "mock": {
+        "db.json": "8661f80b4c693bb15ef2fe6781d24a5765240d61fc74387c770133953f9113ea",
+        "policy.md": "50ccbefac7c9ba77ce54131d61cfc6882f74b88ace66771115f9d867ec098203",
+        "split_tasks.json": "613c3298e6fd3cf03f71f848ecee519068eb4df54a1ceb28596f5aa443ee6581",
+        "tasks.json": "0d8bcd14798bf2e6e082432147f62570c57b0897b4e4e388c95bb02ecbe5d8cf",
+        "user_db.json": "78d424b5177e430b7f483787a956ad3a6a0880e8e5b312be8e373b15c876d51f",
+    },
+}
+"""Each domain's files at `COMMIT`, with their SHA-256."""
+
+PROGRESS_BYTES = 1 << 20
+"""Files at least this large show their download's progress."""
+_CHUNK = 1 << 16
+
+logger = logging.getLogger("agent_env")
+_lock = threading.Lock()
+
+
+class Tau2DataError(AgentEnvError, OSError):
+    """τ²-bench's data cannot be had: not downloadable here, not whole, or not what the pinned commit holds."""
+
+    code = "tau2_data"
+
+
+def domain_folder(
+    domain: str, data_dir: str | os.PathLike[str] | None = None, *, url: str | None = None
+) -> Path:
+    """The folder holding `domain`'s files, every one present and checked.
+
+    Args:
+        domain: `airline`, `retail` or `mock`.
+        data_dir: A folder laid out as `<domain>/<file>`; by default `$AGENT_ENV_TAU2_DATA`, and without either the
+            cache, where missing files are downloaded at `COMMIT` first.
+        url: The download pattern (`URL_PATTERN`'s fields); by default `$AGENT_ENV_TAU2_URL`, else GitHub's.
+
+    Raises:
+        LookupError: No such domain.
+        Tau2DataError: A file is missing from a named folder, or cannot be downloaded whole and as hashed; the
+            message names both ways out.
+    """
+    if domain not in FILES:
+        raise LookupError(f"τ²-bench has no domain {domain!r} here; the domains are {', '.join(FILES)}")
+    named = data_dir if data_dir is not None else os.environ.get(DATA_ENV) or None
+    if named is not None:
+        return _named_folder(Path(named), domain)
+    folder = cache_root() / "tau2" / COMMIT[:12] / domain
+    pattern = url or os.environ.get(URL_ENV) or URL_PATTERN
+    with _lock:
+        for name, digest in FILES[domain].items():
+            _cached(folder / name, digest, pattern.format(commit=COMMIT, domain=domain, file=name))
+    return folder
+
+
+def cache_root() -> Path:
+    """agent_env's cache folder: `$AGENT_ENV_CACHE`, else `$XDG_CACHE_HOME/agent_env`, else `~/.cache/agent_env`."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "agent_env"
+
+
+def _named_folder(root: Path, domain: str) -> Path:
+    folder = root / domain
+    for name, digest in FILES[domain].items():
+        path = folder / name
+        if not path.is_file():
+            raise Tau2DataError(
+                f"τ²-bench's {domain}/{name} is not in {root} (from data_dir= or ${DATA_ENV}): name a folder laid "
+                f"out as tau2-bench's data/tau2/domains (<domain>/<file>), or give none to download the data at "
+                f"commit {COMMIT[:12]} into {cache_root()}"
+            )
+        if _checked_digest(str(path)) != digest:
+            _warn_changed(path, domain, name)
+    return folder
+
+
+_warned: set[str] = set()
+
+
+def _warn_changed(path: Path, domain: str, name: str) -> None:
+    if str(path) not in _warned:
+        _warned.add(str(path))
+        logger.warning(
+            "agent_env: %s is not τ²-bench's %s/%s at commit %s (its SHA-256 differs): results on it are not "
+            "comparable with runs on the pinned data",
+            path,
+            domain,
+            name,
+            COMMIT[:12],
+        )
+
+
+@lru_cache(maxsize=64)
+def _checked_digest(path: str) -> str:
+    """A file's SHA-256, computed once per process."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _cached(path: Path, digest: str, url: str) -> None:
+    """Make sure `path` holds the file whose SHA-256 is `digest`: keep it if it does, else download it."""
+    if path.is_file():
+        if _checked_digest(str(path)) == digest:
+            return
+        _checked_digest.cache_clear()
+        logger.warning("agent_env: %s does not match its SHA-256; downloading it again", path)
+        path.unlink(missing_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    download(url, path, digest)
+
+
+def download(url: str, path: Path, digest: str, *, timeout: float = 60.0) -> None:
+    """Download `url` to `path`, written only once it is whole and its SHA-256 is `digest`.
+
+    Raises:
+        Tau2DataError: The download failed, stopped short of its length, or does not match `digest`; nothing is
+            left at `path`.
+    """
+    handle, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            received, hasher = _fetch(url, out, path.name)
+        if hasher.hexdigest() != digest:
+            raise _failure(
+                path,
+                f"the file downloaded from {url} ({received} bytes) does not match its SHA-256 {digest[:12]}",
+            )
+        os.replace(partial, path)
+    finally:
+        Path(partial).unlink(missing_ok=True)
+
+
+def _fetch(url: str, out: object, name: str) -> tuple[int, hashlib._Hash]:
+    hasher = hashlib.sha256()
+    received = 0
+    try:
+        with urllib.request.urlopen(url, timeout=60.0) as response:
+            length = int(response.headers.get("Content-Length") or 0) or None
+            show = _progress(name, length)
+            for chunk in iter(lambda: response.read(_CHUNK), b""):
+                out.write(chunk)  # type: ignore[attr-defined]
+                hasher.update(chunk)
+                received += len(chunk)
+                show(received)
+            show(received, done=True)
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", None) or error
+        raise _failure(Path(name), f"downloading {url} failed ({reason})") from None
+    if length is not None and received != length:
+        raise _failure(Path(name), f"the download of {url} stopped at {received} of {length} bytes")
+    return received, hasher
+
+
+def _failure(path: Path, problem: str) -> Tau2DataError:
+    return Tau2DataError(
+        f"{problem}. τ²-bench's data comes from {SOURCE} at commit {COMMIT[:12]}: let agent_env download it (it "
+        f"needs network access to raw.githubusercontent.com, or a mirror in ${URL_ENV}), or download the data "
+        f"yourself and name its folder with data_dir= or ${DATA_ENV} (laid out as tau2-bench's data/tau2/domains)"
+    )
+
+
+def _progress(name: str, length: int | None) -> Callable[..., None]:
+    """What reports a download's progress on stderr: a line that updates in place on a terminal, a start and an end
+    line otherwise; nothing for a small file."""
+    if length is None or length < PROGRESS_BYTES:
+        return lambda received, done=False: None
+    terminal = sys.stderr.isatty()
+    total = f"{length / (1 << 20):.1f} MiB"
+    sys.stderr.write(f"agent_env: downloading τ²-bench {name} ({total})" + ("" if terminal else "\n"))
+    shown = [-1]
+
+    def show(received: int, done: bool = False) -> None:
+        percent = received * 100 // length
+        if terminal and percent != shown[0]:
+            shown[0] = percent
+            sys.stderr.write(f"\ragent_env: downloading τ²-bench {name} ({total}) {percent:3d}%")
+        if done:
+            sys.stderr.write("\n" if terminal else f"agent_env: downloaded τ²-bench {name} ({total})\n")
+        sys.stderr.flush()
+
+    return show

@@ -1,0 +1,387 @@
+"""τ²-bench as an `Environment`: a domain's tools on a copy-on-write database, a simulated user the agent serves,
+and the reward as tau2-bench's evaluator computes it.
+
+A domain (`airline.py`, `retail.py`, `mock.py`) subclasses `Tau2Environment`, names its data and database model,
+and writes its tools as `@tool` methods that read `self.db` and change it only through `Table.edit` and
+`Table.insert`. Everything else is here: the rows, the episode's start from the task's initial state, the record
+of calls and of the conversation, the limits, and the reward (`scoring.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel
+
+from agent_env.environment import Environment
+from agent_env.envs.tau2.judge import Judge, JudgeSetting, judge_from
+from agent_env.envs.tau2.store import Store
+from agent_env.envs.tau2.tasks import Domain, EnvCall, HistoryMessage, Task, load_domain
+from agent_env.errors import ToolError, UserEndpointError
+from agent_env.tools import END_TURN, Tool, ToolSet
+from agent_env.users import USER_CHANNEL, ChatMessage, User, UserChat, UserSetting, user_from
+
+SYSTEM_PROMPT = """<instructions>
+You are a customer service agent. Help the user as the policy below allows, and never beyond it.
+Each turn, do one of two things: send the user a message, or make tool calls; never both in one turn.
+Follow the policy in everything you do, and send valid JSON in every tool call.
+</instructions>
+<policy>
+{policy}
+</policy>"""
+"""The agent's system prompt, around the domain's policy, as tau2-bench's runs frame it."""
+
+DEFAULT_MAX_STEPS = 200
+DEFAULT_MAX_ERRORS = 10
+TRANSFER_TOOL = "transfer_to_human_agents"
+
+Termination = Literal["agent_stop", "user_stop", "max_steps", "too_many_errors", "user_error"]
+SCORED: frozenset[Termination] = frozenset({"agent_stop", "user_stop"})
+"""The endings tau2-bench scores; any other ending scores 0."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call of the episode (or of the conversation before it), as the trajectory holds it."""
+
+    name: str
+    arguments: Any
+    requestor: Literal["assistant", "user"]
+    result: str
+    error: bool
+
+
+class UserSide:
+    """The user's own tools, and the helpers tasks call on the user's side, in a domain whose user has a database of
+    its own (the mock domain's inbox). `@tool` methods are what the simulated user may call."""
+
+    tools: ClassVar[ToolSet]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.tools = ToolSet.collect(cls)
+
+    def __init__(self, db: Store) -> None:
+        self.db = db
+
+
+class Tau2Environment(UserChat, Environment):
+    """One τ²-bench domain, one task per episode, with a simulated user on the other side.
+
+    Args:
+        data_dir: A folder holding the domain's files (`<domain>/<file>`, as tau2-bench's data/tau2/domains);
+            default `$AGENT_ENV_TAU2_DATA`, else downloaded at the pinned commit into the cache (see `data`).
+        user: Who plays the customer: an `agent_env.users.User`, "scripted" (the default: no model), or an
+            `LLMUser`'s settings as a mapping (`{"base_url": ..., "model": ..., "api_key_env": ...}`).
+        judge: The endpoint that judges natural-language assertions, as a mapping of its settings or a `Judge`;
+            None (the default) judges none, and a reward that needs them is DB only and says so.
+        max_steps: The most steps (each call and its answer, each message and its reply) before the episode ends
+            unscored (0), as tau2-bench's `max_steps`.
+        max_errors: The most calls that fail before the episode ends unscored (0), as tau2-bench's `max_errors`.
+    """
+
+    domain: ClassVar[str]
+    base_model: ClassVar[type[BaseModel]]
+    store: ClassVar[type[Store]] = Store
+    user_side: ClassVar[type[UserSide] | None] = None
+    user_base_model: ClassVar[type[BaseModel] | None] = None
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        user: UserSetting = None,
+        judge: JudgeSetting = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_errors: int = DEFAULT_MAX_ERRORS,
+    ) -> None:
+        if max_steps < 1 or max_errors < 1:
+            raise ValueError(f"max_steps and max_errors must be at least 1; got {max_steps} and {max_errors}")
+        self.data: Domain = load_domain(self.domain, self.base_model, self.user_base_model, data_dir)
+        self.user: User = user_from(user)
+        self.judge: Judge | None = judge_from(judge)
+        self.max_steps, self.max_errors = max_steps, max_errors
+        self.task: Task | None = None
+        self.db = self.store(self.data.base)
+        self.user_db: Store | None = None
+        self.calls: list[Call] = []
+        self.transcript: list[tuple[str, str]] = []
+        self.steps = self.errors = 0
+        self.termination: Termination | None = None
+        self._breakdown: dict[str, Any] | None = None
+
+    # Rows and the start of an episode.
+
+    def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        """The split's tasks (`train`, `test`, `base`), each a row with its `task_id` and the `prompt` the agent
+        starts from: the system prompt with the policy, any conversation before the task, and the user's opening
+        (its own words from the user this environment has: a scripted user's script, or the user model's)."""
+        tasks = self.data.split(split)
+        openings = self._openings(tasks)
+        return [{"prompt": self.prompt(task, openings[task.id]), "task_id": task.id} for task in tasks]
+
+    def prompt(self, task: Task, opening: str) -> list[dict[str, Any]]:
+        """The messages an episode of `task` starts from, its user's opening last."""
+        system = {"role": "system", "content": SYSTEM_PROMPT.format(policy=self.data.policy)}
+        history = [_chat_message(message) for message in task.history() if message.role != "system"]
+        return [system, *history, {"role": "user", "content": opening}]
+
+    def reset(self, task_id: str | None = None, prompt: Any = None, **row: Any) -> str | None:
+        """Start task `task_id` from its initial state. With the row's `prompt` (as TRL passes it), the user's
+        opening is the one it ends with and nothing is returned; without one, the user opens now and its opening is
+        returned.
+
+        Raises:
+            ValueError: No `task_id`.
+            LookupError: No task has that id.
+        """
+        if task_id is None:
+            raise ValueError(
+                f"reset needs a task: pass task_id (one of τ²-bench {self.data.name}'s, e.g. "
+                f"{next(iter(self.data.tasks))!r}); env.dataset(split) gives rows that carry it"
+            )
+        task = self.data.task(task_id)
+        self.task, self.termination, self._breakdown = task, None, None
+        self.steps, self.errors = 1, 0
+        self.calls, self.transcript = [], []
+        self.db, self.user_db, history_calls = self.initial_state(task)
+        self.calls.extend(history_calls)
+        history = _chat_history(task.history())
+        self.transcript = _transcript_history(task.history())
+        given = _last_user_text(prompt)
+        opening = self.start_chat(task.scenario(), given, history)
+        self.transcript.append(("user", opening))
+        return None if given is not None else opening
+
+    def initial_state(self, task: Task) -> tuple[Store, Store | None, list[Call]]:
+        """Fresh databases for `task`, as tau2-bench sets its state: the initialization data merged in, the
+        initialization actions run, then the writes of the conversation before the task replayed. Also sets them as
+        this environment's (`db`, `user_db`), which the tools act on; returns them, with the replayed calls."""
+        self.db = self.store(self.data.base)
+        self.user_db = self.store(self.data.user_base) if self.data.user_base is not None else None
+        state = task.initial_state
+        if state is None:
+            return self.db, self.user_db, []
+        data = state.initialization_data
+        if data is not None and data.agent_data:
+            self.db.update(data.agent_data)
+        if data is not None and data.user_data and self.user_db is not None:
+            self.user_db.update(data.user_data)
+        for action in state.initialization_actions or []:
+            self.env_call(action)
+        calls = []
+        for message in task.history():
+            for call in message.tool_calls or []:
+                side = "user" if message.role == "user" else call.requestor
+                calls.append(self.replay(call.name, call.arguments, side))
+        return self.db, self.user_db, calls
+
+    # What tasks call directly: their actions, replays, helpers and assertions.
+
+    def replay(self, name: str, arguments: Mapping[str, Any], side: Literal["assistant", "user"]) -> Call:
+        """Run a call as the live episode would (validated, then run), on the agent's side or the user's; its
+        failure is recorded, not raised, as tau2-bench replays a call that fails."""
+        tool = self._tool(name, side)
+        if tool is None:
+            return Call(name, dict(arguments), side, f"Error: Tool '{name}' not found.", True)
+        try:
+            text = tool_text(tool.function(self._owner(side), **tool.bind(arguments)))
+        except Exception as error:
+            return Call(name, dict(arguments), side, f"Error: {error}", True)
+        return Call(name, dict(arguments), side, text, False)
+
+    def env_call(self, call: EnvCall) -> Any:
+        """A task's call of a domain function (a tool or a helper, such as an assertion), with the arguments as
+        written; its errors are raised."""
+        owner = self._owner(call.env_type)
+        function = getattr(owner, call.func_name, None)
+        if function is None or call.func_name.startswith("_"):
+            raise LookupError(f"τ²-bench {self.data.name} has no {call.env_type} function {call.func_name!r}")
+        tool = self._tool(call.func_name, call.env_type)
+        if tool is not None:
+            return tool.function(owner, **tool.bind(call.arguments))
+        return function(**call.arguments)
+
+    def _owner(self, side: str) -> Any:
+        if side == "user":
+            if self.user_side is None or self.user_db is None:
+                raise LookupError(f"the user of τ²-bench {self.data.name} has no functions of its own")
+            return self.user_side(self.user_db)
+        return self
+
+    def _tool(self, name: str, side: str) -> Tool | None:
+        tools = self.user_side.tools if side == "user" and self.user_side is not None else type(self).tools
+        return tools.get(name)
+
+    # The user's own tools.
+
+    def user_tools(self) -> Sequence[Mapping[str, Any]]:
+        return self.user_side.tools.published if self.user_side is not None else ()
+
+    def run_user_tool(self, name: str, arguments: Any) -> str:
+        call = self.replay(name, arguments if isinstance(arguments, Mapping) else {}, "user")
+        self.calls.append(call)
+        self.steps += 2
+        return call.result
+
+    # The episode's record, its limits and its end.
+
+    def after_call(
+        self, name: str, arguments: Any, result: str | None, error: Exception | None
+    ) -> str | None:
+        """Keep the call in the episode's record; end the episode when the user has ended the conversation, the
+        agent transferred the user, or a limit was reached."""
+        self.steps += 2
+        text = result if result is not None else f"Error: {error}"
+        if error is not None:
+            self.errors += 1
+        if name == USER_CHANNEL and self.chat is not None and error is None:
+            said, answer = self.chat.messages[-2:]
+            self.transcript += [("assistant", said.text), ("user", answer.text)]
+        elif name != END_TURN:
+            self.calls.append(Call(name, arguments, "assistant", text, error is not None))
+            self.transcript += [("assistant", f"[calls {name}({_compact(arguments)})]"), ("tool", text)]
+        ended = super().after_call(name, arguments, result, error)
+        if ended is not None:
+            self.termination = "user_error" if self.chat is not None and self.chat.failure else "user_stop"
+            return ended
+        if name == TRANSFER_TOOL and error is None:
+            self.termination = "agent_stop"
+            return "the agent transferred the user to a human agent"
+        if self.errors >= self.max_errors:
+            self.termination = "too_many_errors"
+            return f"{self.errors} calls failed, the most an episode allows (max_errors={self.max_errors})"
+        if self.steps >= self.max_steps:
+            self.termination = "max_steps"
+            return f"the episode took {self.steps} steps, the most it allows (max_steps={self.max_steps})"
+        if name == END_TURN:
+            self.termination = "agent_stop"
+        return None
+
+    # The reward.
+
+    def reward(self) -> float:
+        """The episode's reward, as tau2-bench's evaluator computes it for the task's reward basis (see
+        `reward_breakdown` for each part and why).
+
+        Raises:
+            UserEndpointError: The user's endpoint failed: the episode cannot be scored.
+            JudgeEndpointError: The judge's endpoint failed: the episode cannot be scored.
+        """
+        from agent_env.envs.tau2.scoring import score
+
+        if self.task is None:
+            raise ValueError("no episode to score: reset(task_id=...) first")
+        if self.chat is not None and self.chat.failure:
+            raise UserEndpointError(self.chat.failure)
+        self._breakdown = score(self, self.termination or "agent_stop")
+        reward: float = self._breakdown["reward"]
+        return reward
+
+    def reward_breakdown(self) -> dict[str, Any] | None:
+        return self._breakdown
+
+    # Helpers for rows.
+
+    def _openings(self, tasks: Sequence[Task]) -> dict[str, str]:
+        """Each task's opening, from this environment's user: asked once per process (a model's, several at once)."""
+        key = (self.user, self.data.name, self.data.folder)
+        known = _OPENINGS.setdefault(key, {})
+        missing = [task for task in tasks if task.id not in known]
+        if missing:
+
+            def ask(task: Task) -> str:
+                return self.user.opening(task.scenario(), _chat_history(task.history()))
+
+            with ThreadPoolExecutor(max_workers=8, thread_name_prefix="agent-env-openings") as pool:
+                for task, opening in zip(missing, pool.map(ask, missing), strict=True):
+                    known[task.id] = opening
+        return {task.id: known[task.id] for task in tasks}
+
+
+_OPENINGS: dict[tuple[Any, ...], dict[str, str]] = {}
+"""Openings already asked for, by (user, domain, data folder), then task id."""
+
+
+def tool_text(value: Any) -> str:
+    """A tool's result as tau2-bench writes it for the agent: text as it is; models, lists and mappings as JSON,
+    each model as its dump and each number or bool inside a list or mapping as its text."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(_jsonable(value), default=str)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, bool | int | float):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
+    return value
+
+
+def _chat_message(message: HistoryMessage) -> dict[str, Any]:
+    """A message of the conversation before the task, as a chat message (tool arguments as JSON text)."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.id or "", "content": message.content or ""}
+    found: dict[str, Any] = {"role": message.role, "content": message.content or ""}
+    if message.tool_calls:
+        found["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    return found
+
+
+def _chat_history(history: Sequence[HistoryMessage]) -> list[ChatMessage]:
+    """What the user saw of the conversation before the task: its text messages."""
+    return [
+        ChatMessage("agent" if message.role == "assistant" else "user", message.content)
+        for message in history
+        if message.role in ("assistant", "user") and message.content and not message.tool_calls
+    ]
+
+
+def _transcript_history(history: Sequence[HistoryMessage]) -> list[tuple[str, str]]:
+    """The conversation before the task as the judge reads it: (role, text) lines, a call as `[calls name(args)]`."""
+    lines: list[tuple[str, str]] = []
+    for message in history:
+        if message.tool_calls:
+            lines += [
+                (message.role, f"[calls {call.name}({_compact(call.arguments)})]")
+                for call in message.tool_calls
+            ]
+        elif message.role != "system":
+            lines.append((message.role, message.content or ""))
+    return lines
+
+
+def _last_user_text(prompt: Any) -> str | None:
+    """The text of the last user message of a row's prompt, when it has one."""
+    if not isinstance(prompt, list) or not prompt:
+        return None
+    last = prompt[-1]
+    if not isinstance(last, Mapping) or last.get("role") != "user":
+        return None
+    content = last.get("content")
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+    return content if isinstance(content, str) and content else None
+
+
+def _compact(arguments: Any) -> str:
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+__all__ = ["SCORED", "SYSTEM_PROMPT", "Call", "Tau2Environment", "ToolError", "UserSide", "tool_text"]

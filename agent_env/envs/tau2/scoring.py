@@ -1,0 +1,187 @@
+"""The reward of a τ²-bench episode, as tau2-bench's evaluator computes it: each part of the task's reward basis
+scored, with why, and their product.
+
+- DB: the episode's databases equal those that replaying the task's reference actions on fresh ones gives (a
+  reference call that fails is passed over, as upstream does); reads never matter, every write does.
+- ENV_ASSERTION: each of the task's assertions holds on the episode's databases.
+- COMMUNICATE: each `communicate_info` string appears in some message of the agent's to the user, compared in
+  lower case with the message's commas removed.
+- ACTION: each reference action matches some call of the episode (`Action.matches`).
+- NL_ASSERTION: a judge (a model) finds each assertion met by the conversation; only with a judge. Without one the
+  part is left out and the breakdown says the reward is not the official metric.
+
+An episode that ended any other way than the agent or the user stopping scores 0, as upstream.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import TYPE_CHECKING, Any
+
+from agent_env.envs.tau2.store import Store
+
+if TYPE_CHECKING:
+    from agent_env.envs.tau2.environment import Tau2Environment, Termination
+    from agent_env.envs.tau2.tasks import Task
+
+ENDINGS = {
+    "agent_stop": "the agent ended the episode",
+    "user_stop": "the user ended the conversation",
+    "max_steps": "the episode reached max_steps",
+    "too_many_errors": "the episode reached max_errors",
+    "user_error": "the simulated user could not answer",
+}
+
+_gold: dict[tuple[int, str], tuple[Store, Store | None]] = {}
+_gold_lock = threading.Lock()
+
+
+def score(env: Tau2Environment, termination: Termination) -> dict[str, Any]:
+    """The reward of `env`'s episode and its breakdown (JSON values): `reward`, `basis`, `parts` (each with its
+    `reward` and `why`), `ended`, `scored`, `official`, and `note` where something is left out."""
+    from agent_env.envs.tau2.environment import SCORED
+
+    task = env.task
+    assert task is not None
+    breakdown: dict[str, Any] = {
+        "task": task.id,
+        "ended": ENDINGS[termination],
+        "scored": termination in SCORED,
+    }
+    criteria = task.evaluation_criteria
+    if termination not in SCORED:
+        return {**breakdown, "reward": 0.0, "basis": [], "parts": {}, "official": True,
+                "note": f"{ENDINGS[termination]}: tau2-bench scores an episode that did not end by the agent or "
+                "the user stopping 0"}  # fmt: skip
+    if criteria is None:
+        return {**breakdown, "reward": 1.0, "basis": [], "parts": {}, "official": True,
+                "note": "the task has no evaluation criteria"}  # fmt: skip
+    parts: dict[str, dict[str, Any]] = {}
+    left_out: list[str] = []
+    for part in dict.fromkeys(criteria.reward_basis):
+        if part == "DB":
+            parts[part] = _db(env, task)
+        elif part == "ENV_ASSERTION":
+            parts[part] = _assertions(env, task)
+        elif part == "COMMUNICATE":
+            parts[part] = _communicate(env, task)
+        elif part == "ACTION":
+            parts[part] = _actions(env, task)
+        elif part == "NL_ASSERTION":
+            if env.judge is None and criteria.nl_assertions:
+                left_out.append(part)
+            else:
+                parts[part] = _nl_assertions(env, task)
+    reward = math.prod(item["reward"] for item in parts.values())
+    breakdown.update(
+        reward=float(reward), basis=list(criteria.reward_basis), parts=parts, official=not left_out
+    )
+    if left_out:
+        kept = " x ".join(parts) or "nothing"
+        breakdown["note"] = (
+            f"not the official metric: the task's reward is {' x '.join(criteria.reward_basis)}, but "
+            f"{', '.join(left_out)} needs a judge and none was given (judge=...), so the reward here is {kept} only"
+        )
+    return breakdown
+
+
+def gold(env: Tau2Environment, task: Task) -> tuple[Store, Store | None]:
+    """The databases the task's reference actions leave, from its initial state: computed once per process and
+    task (a reference call that fails is passed over, as upstream logs and passes over it). Sets nothing on `env`."""
+    key = (id(env.data), task.id)
+    with _gold_lock:
+        found = _gold.get(key)
+        if found is None:
+            replayer = type(env).__new__(type(env))
+            replayer.data = env.data
+            replayer.db, replayer.user_db, _ = replayer.initial_state(task)
+            criteria = task.evaluation_criteria
+            for action in (criteria.actions or []) if criteria else []:
+                replayer.replay(action.name, action.arguments, action.requestor)
+            found = _gold[key] = (replayer.db, replayer.user_db)
+        return found
+
+
+def _db(env: Tau2Environment, task: Task) -> dict[str, Any]:
+    criteria = task.evaluation_criteria
+    if criteria is not None and criteria.actions is None and criteria.env_assertions is None:
+        return {"reward": 1.0, "why": "the task has no reference actions to compare the database with"}
+    target, user_target = gold(env, task)
+    same = env.db.same_as(target) and (
+        user_target is None or (env.user_db is not None and env.user_db.same_as(user_target))
+    )
+    if same:
+        return {"reward": 1.0, "why": "the database equals the one the reference actions leave"}
+    return {
+        "reward": 0.0,
+        "why": "the database differs from the one the reference actions leave",
+        "changed": {name: sorted(keys) for name, keys in env.db.changed().items()},
+        "expected_changed": {name: sorted(keys) for name, keys in target.changed().items()},
+    }
+
+
+def _assertions(env: Tau2Environment, task: Task) -> dict[str, Any]:
+    criteria = task.evaluation_criteria
+    assertions = criteria.env_assertions if criteria else None
+    if not assertions:
+        return {"reward": 1.0, "why": "the task has no assertions"}
+    failed = []
+    for assertion in assertions:
+        try:
+            held = env.env_call(assertion) == assertion.assert_value
+        except Exception as error:
+            held = False
+            failed.append(f"{assertion.func_name}({assertion.arguments}) raised {error}")
+            continue
+        if not held:
+            failed.append(
+                assertion.message
+                or f"{assertion.func_name}({assertion.arguments}) is not {assertion.assert_value}"
+            )
+    return {"reward": 0.0 if failed else 1.0, "why": "; ".join(failed) or "every assertion holds"}
+
+
+def _communicate(env: Tau2Environment, task: Task) -> dict[str, Any]:
+    criteria = task.evaluation_criteria
+    wanted = criteria.communicate_info if criteria else None
+    if not wanted:
+        return {"reward": 1.0, "why": "the task has nothing the agent must say"}
+    said = [
+        text.lower().replace(",", "") for text in (env.chat.agent_texts() if env.chat is not None else [])
+    ]
+    missing = [info for info in wanted if not any(info.lower() in text for text in said)]
+    if missing:
+        return {"reward": 0.0, "why": f"never said to the user: {missing}"}
+    return {"reward": 1.0, "why": f"said to the user: {wanted}"}
+
+
+def _actions(env: Tau2Environment, task: Task) -> dict[str, Any]:
+    criteria = task.evaluation_criteria
+    actions = criteria.actions if criteria else None
+    if not actions:
+        return {"reward": 1.0, "why": "the task has no actions to match"}
+    unmatched = [
+        action.action_id or action.name
+        for action in actions
+        if not any(action.matches(call.name, call.arguments) for call in env.calls)
+    ]
+    if unmatched:
+        return {"reward": 0.0, "why": f"no call matches the reference action(s) {unmatched}"}
+    return {"reward": 1.0, "why": "every reference action was called"}
+
+
+def _nl_assertions(env: Tau2Environment, task: Task) -> dict[str, Any]:
+    criteria = task.evaluation_criteria
+    assertions = criteria.nl_assertions if criteria else None
+    if not assertions:
+        return {"reward": 1.0, "why": "the task has no assertions to judge"}
+    assert env.judge is not None
+    transcript = "\n".join(f"{role}: {text}" for role, text in env.transcript)
+    verdicts = env.judge.judge(transcript, assertions)
+    unmet = [verdict.assertion for verdict in verdicts if not verdict.met]
+    return {
+        "reward": 0.0 if unmet else 1.0,
+        "why": f"not met: {unmet}" if unmet else "every assertion met",
+        "verdicts": [{"assertion": v.assertion, "met": v.met, "reasoning": v.reasoning} for v in verdicts],
+    }

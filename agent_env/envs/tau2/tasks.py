@@ -1,0 +1,250 @@
+"""A τ²-bench domain as data: its tasks, splits, policy and the database every task starts from, read once per
+process and shared by all its episodes."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_env.envs.tau2.data import domain_folder
+from agent_env.users import Scenario
+
+
+class _Loose(BaseModel):
+    """A model of tau2-bench's files that ignores the fields agent_env does not use."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class Instructions(_Loose):
+    """A structured scenario: why the user calls, what it knows and does not, and how to behave."""
+
+    domain: str | None = None
+    reason_for_call: str
+    known_info: str | None = None
+    unknown_info: str | None = None
+    task_instructions: str
+
+
+class UserScenario(_Loose):
+    persona: str | None = None
+    instructions: Instructions | str
+
+
+class Action(_Loose):
+    """A reference tool call: replayed for the target database, and matched against the episode's calls where the
+    task's reward counts ACTION."""
+
+    action_id: str = ""
+    requestor: Literal["assistant", "user"] = "assistant"
+    name: str
+    arguments: dict[str, Any]
+    compare_args: list[str] | None = None
+
+    def matches(self, name: str, arguments: Any) -> bool:
+        """Whether a call matches this action, as tau2-bench compares them: the same name, and the same values for
+        `compare_args` (by default, every argument the call itself sent)."""
+        if name != self.name:
+            return False
+        sent = arguments if isinstance(arguments, dict) else {}
+        keys = self.compare_args if self.compare_args is not None else list(sent)
+        if not keys:
+            return True
+        return {key: sent[key] for key in sent if key in keys} == {
+            key: self.arguments[key] for key in self.arguments if key in keys
+        }
+
+
+class EnvCall(_Loose):
+    """A call of a domain function (a tool, or a helper such as `assert_task_status`) on the agent's side or the
+    user's."""
+
+    env_type: Literal["assistant", "user"]
+    func_name: str
+    arguments: dict[str, Any]
+
+
+class EnvAssertion(EnvCall):
+    assert_value: bool = True
+    message: str | None = None
+
+
+class HistoryCall(_Loose):
+    id: str = ""
+    name: str
+    arguments: dict[str, Any]
+    requestor: Literal["assistant", "user"] = "assistant"
+
+
+class HistoryMessage(_Loose):
+    """A message of a conversation that happened before the task starts."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[HistoryCall] | None = None
+    id: str | None = None
+    requestor: Literal["assistant", "user"] = "assistant"
+
+
+class InitializationData(_Loose):
+    agent_data: dict[str, Any] | None = None
+    user_data: dict[str, Any] | None = None
+
+
+class InitialState(_Loose):
+    initialization_data: InitializationData | None = None
+    initialization_actions: list[EnvCall] | None = None
+    message_history: list[HistoryMessage] | None = None
+
+
+RewardPart = Literal["DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE"]
+
+
+def _default_basis() -> list[RewardPart]:
+    """tau2-bench's default reward basis, the original τ-bench's."""
+    return ["DB", "COMMUNICATE"]
+
+
+class EvaluationCriteria(_Loose):
+    actions: list[Action] | None = None
+    env_assertions: list[EnvAssertion] | None = None
+    communicate_info: list[str] | None = None
+    nl_assertions: list[str] | None = None
+    reward_basis: list[RewardPart] = Field(default_factory=_default_basis)
+
+
+class Task(_Loose):
+    """One task: the user's scenario, where the episode starts, and how it is scored."""
+
+    id: str
+    user_scenario: UserScenario
+    initial_state: InitialState | None = None
+    evaluation_criteria: EvaluationCriteria | None = None
+
+    def history(self) -> list[HistoryMessage]:
+        """The conversation before the task starts (most tasks have none)."""
+        return list(self.initial_state.message_history or []) if self.initial_state else []
+
+    def scenario(self) -> Scenario:
+        """What the simulated user is told, and what a scripted user says (see `scripted_turns`)."""
+        return Scenario(
+            instructions=scenario_text(self.user_scenario.instructions),
+            persona=self.user_scenario.persona,
+            script=scripted_turns(self.user_scenario.instructions),
+        )
+
+
+def scenario_text(instructions: Instructions | str) -> str:
+    """A scenario as the simulated user reads it: each part under its own heading."""
+    if isinstance(instructions, str):
+        return instructions
+    parts = [("Why you are contacting the agent", instructions.reason_for_call)]
+    if instructions.known_info:
+        parts.append(("What you know", instructions.known_info))
+    if instructions.unknown_info:
+        parts.append(("What you do not know", instructions.unknown_info))
+    parts.append(("How to behave", instructions.task_instructions))
+    return "\n\n".join(f"{title}:\n{textwrap.indent(text.strip(), '    ')}" for title, text in parts)
+
+
+CONFIRM = "Yes, please go ahead."
+THANKS = "Thank you, that is all I needed."
+
+
+def scripted_turns(instructions: Instructions | str) -> tuple[str, ...]:
+    """What a scripted user says when no model plays it: the scenario read out as it is written (its reason for the
+    call and what it knows, in the second person), then a confirmation of whatever the agent proposes, then thanks.
+    A stand-in for tests and for training without a user model, not τ²-bench's user: it reveals at once what a
+    real user would disclose progressively, and some scenarios' hidden intentions with it."""
+    if isinstance(instructions, str):
+        opening = instructions.strip()
+    else:
+        opening = "\n\n".join(
+            text.strip() for text in (instructions.reason_for_call, instructions.known_info) if text
+        )
+    return (opening, CONFIRM, CONFIRM, THANKS)
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One domain's data, shared by every episode in this process: never change any of it.
+
+    Attributes:
+        name: `airline`, `retail` or `mock`.
+        folder: Where its files were read from.
+        policy: The policy the agent follows.
+        tasks: Every task, by id, in the file's order.
+        splits: Each split's task ids (`train`, `test`, `base` where the domain has them).
+        base: The database every task starts from.
+        user_base: The user's own database, for a domain whose user has tools (the mock domain).
+    """
+
+    name: str
+    folder: Path
+    policy: str
+    tasks: dict[str, Task]
+    splits: dict[str, list[str]]
+    base: BaseModel
+    user_base: BaseModel | None
+
+    def task(self, task_id: str) -> Task:
+        """The task `task_id`; `LookupError` naming a few real ids when there is none."""
+        found = self.tasks.get(str(task_id))
+        if found is None:
+            some = ", ".join(list(self.tasks)[:5])
+            raise LookupError(f"τ²-bench {self.name} has no task {task_id!r}; its task ids are like {some}")
+        return found
+
+    def split(self, split: str) -> list[Task]:
+        """The tasks of a split, in the split file's order; `LookupError` naming the splits there are."""
+        ids = self.splits.get(split)
+        if ids is None:
+            raise LookupError(
+                f"τ²-bench {self.name} has no split {split!r}; its splits are {', '.join(self.splits)}"
+            )
+        return [self.task(task_id) for task_id in ids]
+
+
+_domains: dict[tuple[str, str, str], Domain] = {}
+_domains_lock = threading.Lock()
+
+
+def load_domain(
+    name: str,
+    base_model: type[BaseModel],
+    user_model: type[BaseModel] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+) -> Domain:
+    """A domain's data, read once per process and folder (downloaded first where it must be; see `data`)."""
+    folder = domain_folder(name, data_dir)
+    key = (name, str(folder.resolve()), base_model.__qualname__)
+    with _domains_lock:
+        found = _domains.get(key)
+        if found is None:
+            found = _domains[key] = _read(name, folder, base_model, user_model)
+        return found
+
+
+def _read(name: str, folder: Path, base_model: type[BaseModel], user_model: type[BaseModel] | None) -> Domain:
+    tasks = [Task.model_validate(task) for task in json.loads((folder / "tasks.json").read_text())]
+    splits = json.loads((folder / "split_tasks.json").read_text())
+    base = base_model.model_validate_json((folder / "db.json").read_bytes())
+    user_base = None
+    if user_model is not None:
+        user_base = user_model.model_validate_json((folder / "user_db.json").read_bytes())
+    return Domain(
+        name=name,
+        folder=folder,
+        policy=(folder / "policy.md").read_text(),
+        tasks={task.id: task for task in tasks},
+        splits={split: [str(task_id) for task_id in ids] for split, ids in splits.items()},
+        base=base,
+        user_base=user_base,
+    )

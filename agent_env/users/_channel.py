@@ -1,0 +1,109 @@
+"""The agent's side of a conversation with a simulated user: one tool, `message_user`, whose result is the reply.
+
+Under TRL the agent can only act through tools, so it reaches the user through this one, and the user's reply is a
+tool result (which TRL masks from the loss: the simulator's words are never trained on). `agent-env eval` plays the
+official protocol instead: a reply of the agent's without tool calls goes to the user through this same tool, and
+the answer comes back as a user message. Either way the environment keeps one record of the conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from agent_env.errors import EpisodeStateError
+from agent_env.tools import tool
+from agent_env.users._chat import GREETING, Chat, ChatMessage, Scenario, ending_of
+from agent_env.users._user import ScriptedUser, User
+
+USER_CHANNEL = "message_user"
+"""The tool through which an agent talks to its simulated user; `agent-env eval` routes plain replies to it."""
+
+UserSetting = User | Mapping[str, Any] | str | None
+"""How a user is named in an environment's configuration: a `User`; "scripted"; the settings of an `LLMUser` as a
+mapping (`base_url`, `model`, `api_key_env`, sampling), which travels as JSON; or None for the environment's
+default."""
+
+
+def user_from(setting: UserSetting, default: User | None = None) -> User:
+    """The user a configuration names.
+
+    Raises:
+        ValueError: A setting that names no user.
+    """
+    if setting is None:
+        return default if default is not None else ScriptedUser()
+    if setting == "scripted":
+        return ScriptedUser()
+    if isinstance(setting, Mapping):
+        from agent_env.users._llm import LLMUser
+
+        return LLMUser.from_settings(setting)
+    if isinstance(setting, User):
+        return setting
+    raise ValueError(
+        f"user={setting!r} names no user: pass a User (ScriptedUser, LLMUser), 'scripted', or an LLM user's "
+        "settings as a mapping such as {'base_url': 'http://127.0.0.1:8001/v1', 'model': 'gpt-4.1'}"
+    )
+
+
+class UserChat:
+    """Mixin of an `Environment` whose agent serves a simulated user: the `message_user` tool and the chat it keeps.
+
+    The environment sets `user` in its constructor and calls `start_chat` in `reset`; the conversation ends when
+    the user writes an ending marker (`agent_env.users.ENDINGS`), which ends the episode (see `after_call`). An
+    environment whose user has tools of its own overrides `user_tools` and `run_user_tool`.
+    """
+
+    user: User
+    chat: Chat | None = None
+
+    def start_chat(
+        self, scenario: Scenario, opening: str | None = None, history: Sequence[ChatMessage] = ()
+    ) -> str:
+        """Start the episode's conversation: the agent's greeting (or the conversation that happened before the
+        episode, `history`), then the user's opening: `opening` when the dataset row carries it, else the user's
+        own. Returns the opening."""
+        before = list(history) or [ChatMessage("agent", GREETING)]
+        text = opening if opening is not None else self.user.opening(scenario, before)
+        self.chat = Chat(scenario, [*before, ChatMessage("user", text)])
+        return text
+
+    @tool
+    def message_user(self, message: Annotated[str, Field(min_length=1)]) -> str:
+        """Send a message to the user, the customer you are serving, and wait for their reply, which this returns.
+
+        It is your only way to talk to them: ask for what you need, explain what you are about to do and get their explicit confirmation before any change, and tell them the outcome. Send one message and read the reply before the next.
+
+        Args:
+            message: What you say to the user.
+        """
+        chat = self.chat
+        if chat is None:
+            raise EpisodeStateError("there is no user to talk to: the episode has not started a conversation")
+        chat.messages.append(ChatMessage("agent", message))
+        tools = self.user_tools()
+        answer = self.user.reply(chat, tools, self.run_user_tool if tools else None)
+        chat.messages.append(answer)
+        chat.ended = ending_of(answer.text)
+        return answer.text
+
+    def user_tools(self) -> Sequence[Mapping[str, Any]]:
+        """The user's own tools (`name`, `description`, `inputSchema`); none by default."""
+        return ()
+
+    def run_user_tool(self, name: str, arguments: Any) -> str:
+        """Run one of the user's own tools and return the text the user reads."""
+        raise LookupError(f"the user has no tool {name!r}")
+
+    def after_call(
+        self, name: str, arguments: Any, result: str | None, error: Exception | None
+    ) -> str | None:
+        """End the episode once the conversation has: the user wrote an ending marker, or could not answer."""
+        chat = self.chat
+        if chat is not None and (chat.ended or chat.failure):
+            return chat.ended or chat.failure
+        ended: str | None = super().after_call(name, arguments, result, error)  # type: ignore[misc]
+        return ended

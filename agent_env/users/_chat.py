@@ -1,0 +1,85 @@
+"""One conversation between an agent and a simulated user: who said what, and whether and why it has ended."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+STOP = "###STOP###"
+"""What a user writes when its goal is met (τ²-bench's marker, so transcripts read as upstream's)."""
+TRANSFER = "###TRANSFER###"
+"""What a user writes once it has been handed to another agent."""
+OUT_OF_SCOPE = "###OUT-OF-SCOPE###"
+"""What a user writes when its scenario does not tell it enough to go on."""
+ENDINGS = {
+    STOP: "the user ended the conversation",
+    TRANSFER: "the user was transferred to another agent",
+    OUT_OF_SCOPE: "the user's scenario did not cover what came up",
+}
+"""Each marker a user may write, and what it means."""
+GREETING = "Hi! How can I help you today?"
+"""The agent's first message, which the user answers with its opening (the words of τ²-bench's runs)."""
+
+
+def ending_of(text: str) -> str | None:
+    """Why a user's message ends the conversation (it carries a marker), or None."""
+    for marker, meaning in ENDINGS.items():
+        if marker in text:
+            return meaning
+    return None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What a simulated user is told: who it is, what it wants and knows, and, for a scripted user, what it says.
+
+    Attributes:
+        instructions: The situation, in the second person ("You want to cancel reservation EHGLP3..."): what the
+            user wants, what it knows, what it must not volunteer, how it should behave.
+        persona: How the user writes and behaves in general, when the scenario says.
+        script: What a `ScriptedUser` says, in order: its opening, then one reply per agent message.
+    """
+
+    instructions: str
+    persona: str | None = None
+    script: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message of a conversation: the agent's to the user, or the user's to the agent.
+
+    Attributes:
+        role: Who wrote it.
+        text: What it says.
+        tool_messages: For a user's message, the calls of its own tools it made before writing it, and their
+            results, as chat messages in the user's view (`assistant` with `tool_calls`, then `tool`).
+    """
+
+    role: Literal["agent", "user"]
+    text: str
+    tool_messages: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass
+class Chat:
+    """One episode's conversation. The environment owns it; the user reads it and adds its replies.
+
+    Attributes:
+        scenario: What the user was told.
+        messages: Every message so far, the agent's greeting and the user's opening first.
+        ended: Why the conversation has ended (a marker the user wrote), or None while it goes on.
+        failure: What stopped the user from answering (its endpoint failed for good), or None.
+        faults: Failed attempts of the user's endpoint, by kind, including ones a retry recovered from.
+    """
+
+    scenario: Scenario
+    messages: list[ChatMessage] = field(default_factory=list)
+    ended: str | None = None
+    failure: str | None = None
+    faults: Counter[str] = field(default_factory=Counter)
+
+    def agent_texts(self) -> list[str]:
+        """What the agent said to the user, in order."""
+        return [message.text for message in self.messages if message.role == "agent"]

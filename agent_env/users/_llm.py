@@ -1,0 +1,227 @@
+"""A simulated user played by a model behind any OpenAI-compatible endpoint, configured apart from the agent's."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agent_env._loop import on_background_loop, run_sync
+from agent_env.errors import UserEndpointError
+from agent_env.users._chat import GREETING, OUT_OF_SCOPE, STOP, TRANSFER, Chat, ChatMessage, Scenario
+from agent_env.users._user import UserTool
+
+if TYPE_CHECKING:
+    from agent_env.llm import ChatClient, Endpoint, Sampling
+
+GUIDELINES = f"""You are playing a customer who has contacted a company's customer service agent. Stay in character \
+and follow the scenario below; the agent must never learn that you are simulated.
+
+How to write:
+- One message at a time, as a customer would write it: plain conversational text.
+- Do exactly what the scenario says. What it does not tell you, you do not know: say so, never make it up.
+- Give information only when the agent asks for it or when the conversation needs it; never recite the scenario,
+  and put what it says in your own words.
+
+How to end:
+- Once your goal in the scenario is met, or the scenario says to stop, write {STOP}.
+- Once the agent has transferred you to another agent or a human, write {TRANSFER}.
+- If the scenario does not tell you enough to go on, write {OUT_OF_SCOPE}."""
+
+TOOL_GUIDELINES = """
+You have tools of your own, for what the agent asks you to do or check on your side:
+- Call one only when the agent asked for it, or when you need its result to answer the agent.
+- Ground what you tell the agent in what your tools return; never invent a result.
+- The agent does not see your tool calls, only your messages. If a call fails, fix it and try again."""
+
+
+def system_prompt(scenario: Scenario, has_tools: bool) -> str:
+    """What the user's model is told: the guidelines, then the scenario (its persona first, when it has one)."""
+    parts = [GUIDELINES + (TOOL_GUIDELINES if has_tools else "")]
+    if scenario.persona:
+        parts.append(f"<persona>\n{scenario.persona}\n</persona>")
+    parts.append(f"<scenario>\n{scenario.instructions}\n</scenario>")
+    return "\n\n".join(parts)
+
+
+class LLMUser:
+    """A user that a model plays, asked through `agent_env.llm.ChatClient` (bounded retries, every failed attempt
+    counted in the chat's `faults`, the key read from a variable and never shown). Needs the `llm` extra.
+
+    Picklable: it travels as its settings, and each process makes its own client on first use. A request that fails
+    for good, or an answer with no text, raises `UserEndpointError`: the episode ends unscored, never with a reward
+    the agent did not earn.
+
+    Args:
+        endpoint: Where the user's model is (`base_url`, `model`, `api_key_env`, timeout, retries): apart from the
+            agent's. With no `model`, the one model the server lists.
+        sampling: How it samples; τ²-bench's runs use temperature 0, the default here.
+        max_tool_rounds: The most rounds of its own tool calls before it must write a message.
+    """
+
+    def __init__(
+        self, endpoint: Endpoint | None = None, sampling: Sampling | None = None, max_tool_rounds: int = 5
+    ) -> None:
+        from agent_env.llm import Endpoint, Sampling
+
+        self.endpoint = endpoint or Endpoint()
+        self.sampling = sampling or Sampling(temperature=0.0)
+        self.max_tool_rounds = max_tool_rounds
+        self._client: ChatClient | None = None
+        self._model: str | None = self.endpoint.model
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> LLMUser:
+        """A user from JSON settings, as a command line or a server's configuration gives them: the `Endpoint`
+        fields (`base_url`, `model`, `api_key_env`, `timeout`, `max_retries`) and the `Sampling` ones
+        (`temperature`, `top_p`, `max_tokens`, `seed`, `extra_body`), in one mapping.
+
+        Raises:
+            ValueError: A key that is neither.
+        """
+        from dataclasses import fields
+
+        from agent_env.llm import Endpoint, Sampling
+
+        endpoint_keys = {item.name for item in fields(Endpoint)}
+        sampling_keys = {item.name for item in fields(Sampling)}
+        unknown = sorted(set(settings) - endpoint_keys - sampling_keys - {"max_tool_rounds"})
+        if unknown:
+            raise ValueError(
+                f"unknown user setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; a user "
+                f"takes {', '.join(sorted(endpoint_keys | sampling_keys | {'max_tool_rounds'}))}"
+            )
+        sampling = {key: settings[key] for key in sampling_keys & set(settings)}
+        return cls(
+            Endpoint(**{key: settings[key] for key in endpoint_keys & set(settings)}),
+            Sampling(**{"temperature": 0.0, **sampling}),
+            max_tool_rounds=int(settings.get("max_tool_rounds", 5)),
+        )
+
+    def opening(self, scenario: Scenario, history: Sequence[ChatMessage] = ()) -> str:
+        return self.reply(Chat(scenario, list(history) or [ChatMessage("agent", GREETING)])).text
+
+    def reply(
+        self, chat: Chat, tools: Sequence[Mapping[str, Any]] = (), run_tool: UserTool | None = None
+    ) -> ChatMessage:
+        return run_sync(self.areply(chat, tools, run_tool))
+
+    async def areply(
+        self, chat: Chat, tools: Sequence[Mapping[str, Any]] = (), run_tool: UserTool | None = None
+    ) -> ChatMessage:
+        """`reply` for async callers, from any event loop (the request runs on agent_env's background loop, where
+        this process's client lives)."""
+        return await on_background_loop(self._answer(chat, tools, run_tool))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "llm",
+            "base_url": self.endpoint.base_url,
+            "model": self._model,
+            "api_key_env": self.endpoint.api_key_env,
+            "sampling": self.sampling.settings(),
+        }
+
+    async def _answer(
+        self, chat: Chat, tools: Sequence[Mapping[str, Any]], run_tool: UserTool | None
+    ) -> ChatMessage:
+        from agent_env.llm import RequestFailedError
+
+        client = self._ensure_client()
+        offered = [_as_function(tool) for tool in tools] if run_tool is not None else []
+        messages = [
+            {"role": "system", "content": system_prompt(chat.scenario, bool(offered))},
+            *_flipped(chat),
+        ]
+        own: list[dict[str, Any]] = []
+        try:
+            model = await self._resolve_model(client)
+            for _ in range(self.max_tool_rounds + 1):
+                reply = await client.complete(
+                    model, [*messages, *own], offered, self.sampling.fields(0), chat.faults
+                )
+                if not (reply.tool_calls and run_tool is not None):
+                    break
+                own.append(reply.message)
+                for call in reply.tool_calls:
+                    own.append({"role": "tool", "tool_call_id": call.id, "content": _run(run_tool, call)})
+            else:
+                raise self._failure(chat, "it kept calling its own tools and never wrote to the agent")
+        except RequestFailedError as error:
+            chat.faults[error.fault] += 1
+            raise self._failure(chat, str(error)) from None
+        text = reply.content.strip()
+        if not text:
+            chat.faults["empty_answer"] += 1
+            raise self._failure(chat, "it answered with no text")
+        return ChatMessage("user", text, tuple(own))
+
+    def _failure(self, chat: Chat, problem: str) -> UserEndpointError:
+        chat.failure = f"the simulated user's endpoint ({self.endpoint.base_url}) failed: {problem}"
+        return UserEndpointError(chat.failure)
+
+    async def _resolve_model(self, client: ChatClient) -> str:
+        from agent_env.llm import EndpointError
+
+        if self._model is None:
+            try:
+                self._model, _ = await client.check()
+            except EndpointError as error:
+                raise UserEndpointError(f"the simulated user's endpoint: {error}") from None
+        return self._model
+
+    def _ensure_client(self) -> ChatClient:
+        if self._client is None:
+            from agent_env.llm import ChatClient
+
+            self._client = ChatClient(self.endpoint)
+        return self._client
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"endpoint": self.endpoint, "sampling": self.sampling, "max_tool_rounds": self.max_tool_rounds}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["endpoint"], state["sampling"], state["max_tool_rounds"])  # type: ignore[misc]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LLMUser) and self.__getstate__() == other.__getstate__()
+
+    def __hash__(self) -> int:
+        return hash((self.endpoint, self.max_tool_rounds))
+
+    def __repr__(self) -> str:
+        model = self.endpoint.model or "the one the server lists"
+        return f"LLMUser({self.endpoint.base_url!r}, model={model!r}, key from ${self.endpoint.api_key_env})"
+
+
+def _flipped(chat: Chat) -> list[dict[str, Any]]:
+    """The conversation as the user's model reads it: the agent's messages are its `user` turns, its own are its
+    `assistant` turns, each after the calls of its own tools that led to it."""
+    messages: list[dict[str, Any]] = []
+    for message in chat.messages:
+        if message.role == "agent":
+            messages.append({"role": "user", "content": message.text})
+        else:
+            messages.extend(message.tool_messages)
+            messages.append({"role": "assistant", "content": message.text})
+    return messages
+
+
+def _as_function(tool: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "parameters": tool["inputSchema"],
+        },
+    }
+
+
+def _run(run_tool: UserTool, call: Any) -> str:
+    """One of the user's own calls, run: its result, or what went wrong, as the text the user reads."""
+    try:
+        arguments = json.loads(call.arguments) if isinstance(call.arguments, str) and call.arguments else {}
+        return run_tool(call.name, arguments if arguments is not None else {})
+    except Exception as error:  # the user's mistake to fix, as an agent's is
+        return f"Error: {error}"
