@@ -1,5 +1,5 @@
 """Fixtures every tier may share, each started only when first asked for: one local Ray cluster for the whole test
-session, and the OpenEnv tier's (tst/openenv/fixtures.py)."""
+session, and the OpenEnv tier's (tst/openenv/fixtures.py). And where τ²-bench's data comes from."""
 
 from __future__ import annotations
 
@@ -7,8 +7,17 @@ import logging
 import os
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from tst.support import local_tau2_data
+
+# τ²-bench's data: the copy beside the project (../shared/data/tau2, as a workspace holds it) where there is one,
+# named for every process the tests start; else each test that needs it downloads it at the pinned commit into the
+# user's cache, as a user's first run does.
+if "AGENT_ENV_TAU2_DATA" not in os.environ and (found := local_tau2_data(Path(__file__).resolve().parents[1])):
+    os.environ["AGENT_ENV_TAU2_DATA"] = str(found)
 
 # Ray reads its auth settings when it is first imported, and test modules import it when collected: set them here,
 # before any. Token auth is Ray 2.60's default for a new cluster, said out loud, with a fresh token per run; every

@@ -39,3 +39,13 @@ def qwen3_tokenizer() -> Any:
     tokenizer.chat_template = load_template("qwen3")
     tokenizer.response_template = trl_response_template()
     return tokenizer
+
+
+def local_tau2_data(project: Path) -> Path | None:
+    """A copy of τ²-bench's data beside the project (`shared/data/tau2` next to it or next to one of its parent
+    folders, as a workspace lays it out), or None: tests then download it at the pinned commit."""
+    for folder in [project, *project.parents]:
+        candidate = folder.parent / "shared" / "data" / "tau2"
+        if (candidate / "airline" / "db.json").is_file():
+            return candidate
+    return None
