@@ -21,7 +21,7 @@ from agent_env.server._limits import (
     DEFAULT_MCP_IDLE_TIMEOUT,
     LOOPBACK_ORIGINS,
 )
-from agent_env.server._serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
+from agent_env.server._serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT, parse_config
 from agent_env.training.templates import DEFAULT_TEMPLATE
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def serve(
     from agent_env.envs import search_working_directory
     from agent_env.errors import AgentEnvError
     from agent_env.inspection.targets import environment_reference
-    from agent_env.server._serve import OPENENV_PREFIX, parse_config, parse_row
+    from agent_env.server._serve import OPENENV_PREFIX, parse_row
     from agent_env.server._serve import serve as run_server
 
     search_working_directory()  # as tools, render and check do
@@ -458,6 +458,28 @@ def _json_object(option: str, text: str | None) -> dict[str, Any]:
     return value
 
 
+def _model_settings(
+    role: str, base_url: str | None, model: str | None, api_key_env: str | None, temperature: float | None
+) -> dict[str, Any]:
+    """The `user=` or `judge=` setting that the --user-* or --judge-* options make (none when none is given)."""
+    given = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "temperature": temperature}
+    chosen = {key: value for key, value in given.items() if value is not None}
+    return {role: chosen} if chosen else {}
+
+
+def _check_user_settings(env: Any, settings: dict[str, Any]) -> None:
+    """Refuse --user-* or --judge-* for an environment without a simulated user, which would ignore them."""
+    from agent_env.users import USER_CHANNEL
+
+    named = [f"--{role}-*" for role in ("user", "judge") if role in settings]
+    if named and USER_CHANNEL not in {tool["name"] for tool in env.tools()}:
+        raise ValueError(
+            f"{' and '.join(named)} name a simulated user's or judge's endpoint, but {env.provider.name} has no "
+            "simulated user (it publishes no message_user tool): leave them out, or evaluate tau2-airline, "
+            "tau2-retail or tau2-mock"
+        )
+
+
 @app.command("eval")
 def eval_command(
     environment: EnvironmentArgument = None,
@@ -478,6 +500,10 @@ def eval_command(
             min=1, help="Episodes to play: the split's first N rows (cycling, new seeds); default all rows."
         ),
     ] = None,
+    trials: Annotated[
+        int,
+        typer.Option(min=1, help="Play each episode this many times; the summary gives pass^k up to it."),
+    ] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes in flight at once.")] = 8,
     max_turns: Annotated[int, typer.Option(min=1, help="The most replies an episode gets.")] = 10,
     out: Annotated[
@@ -522,6 +548,36 @@ def eval_command(
             "its suffix names (.png, .pdf, .svg, ...; PNG without one)."
         ),
     ] = None,
+    user_base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="The simulated user's OpenAI-compatible endpoint (an environment with a user: τ²-bench)."
+        ),
+    ] = None,
+    user_model: Annotated[
+        str | None, typer.Option(help="The simulated user's model; by default the one its server lists.")
+    ] = None,
+    user_api_key_env: Annotated[
+        str | None, typer.Option(help="The environment variable holding the simulated user's API key.")
+    ] = None,
+    user_temperature: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="The simulated user's temperature (τ²-bench: 0, the default)."),
+    ] = None,
+    judge_base_url: Annotated[
+        str | None,
+        typer.Option(help="The endpoint that judges natural-language assertions (τ²-bench retail's reward)."),
+    ] = None,
+    judge_model: Annotated[str | None, typer.Option(help="The judge's model.")] = None,
+    judge_api_key_env: Annotated[
+        str | None, typer.Option(help="The environment variable holding the judge's API key.")
+    ] = None,
+    config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--config", "-c", help="Environment constructor argument key=value (JSON values parsed)."
+        ),
+    ] = None,
     json_output: JsonOption = False,
     token: TokenOption = None,
     mcp: McpOption = None,
@@ -533,6 +589,11 @@ def eval_command(
     (the same validation, the same error text TRL gives the model). An episode ends on end_turn, on a reply with no
     tool calls, or at --max-turns; its reward is the environment's. The API key comes from --api-key-env's
     variable (OPENAI_API_KEY; unset sends none), never from an option. See the README, "Evaluate a model".
+
+    An environment with a simulated user (tau2-airline, tau2-retail, tau2-mock) is played by the official protocol:
+    a plain reply goes to the user, whose answer comes back as the next user message. --user-* name the user's own
+    endpoint (without them the user is scripted, which is not the benchmark's user), --judge-* the judge of
+    natural-language assertions, and --trials k gives pass^k.
     """
     from contextlib import nullcontext
 
@@ -550,13 +611,21 @@ def eval_command(
                 "agent-env eval needs the `eval` extra (the openai client): pip install 'agent-env[eval]'"
             ) from None
         body = _json_object("--extra-body", extra_body)
+        settings = {**parse_config(config or []), **_model_settings(
+            "user", user_base_url, user_model, user_api_key_env, user_temperature
+        ), **_model_settings("judge", judge_base_url, judge_model, judge_api_key_env, None)}  # fmt: skip
         if plot is not None:  # found now, not after the whole run
             from agent_env.evaluation._plot import check_plot_path
 
             check_plot_path(plot)
         env = stack.enter_context(
-            closing(open_environment(environment, token=token, mcp=mcp or (), mcp_headers=mcp_header or ()))
+            closing(
+                open_environment(
+                    environment, token=token, mcp=mcp or (), mcp_headers=mcp_header or (), config=settings
+                )
+            )
         )
+        _check_user_settings(env, settings)
         endpoint = Endpoint(base_url, model, api_key_env, timeout=timeout, max_retries=max_retries)
         sampling = Sampling(temperature, top_p, max_tokens, seed, body)
         console = _console(stderr=True)
@@ -568,6 +637,7 @@ def eval_command(
                 endpoint,
                 split=split,
                 episodes=episodes,
+                trials=trials,
                 concurrency=concurrency,
                 max_turns=max_turns,
                 sampling=sampling,

@@ -9,6 +9,9 @@ class AgentEnvError(Exception):
     """Base class of every error agent_env raises on purpose."""
 
     code: ClassVar[str] = "agent_env_error"
+    ended: str | None = None
+    """On the error of a call that ended its episode (the last failure its environment allows): why, as
+    `Session.ended()` says it; carried across every wire with the error, so a remote session knows too."""
 
 
 class ToolDefinitionError(AgentEnvError, TypeError):

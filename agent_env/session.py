@@ -107,6 +107,9 @@ class Session(ABC):
         self.close()
 
 
+REWARD_ENDS = "its reward was read, which ends a running episode"
+"""Why an episode whose reward was read while it ran has ended."""
+
 START_HINT = "call reset(...)"
 """How a session's user starts an episode, as its messages say it."""
 
@@ -193,7 +196,7 @@ class LocalSession(Session):
             raise nothing_to_score(self.start_hint)
         if self.state is EpisodeState.RUNNING:
             self.call_tool(END_TURN, {})
-            self._ended_by = "its reward was read, which ends a running episode"
+            self._ended_by = REWARD_ENDS
         return checked_reward(type(self.environment).__name__, self.environment.reward())
 
     def score(self) -> Score:
@@ -227,6 +230,8 @@ class LocalSession(Session):
         ended = self.environment.after_call(name, arguments, text, error)
         if ended is not None:
             self.state, self._ended_by = EpisodeState.ENDED, ended
+            if isinstance(error, AgentEnvError):
+                error.ended = ended
 
     def _failure(self, tool: Tool, error: Exception) -> Exception:
         """`error` as the call's failure: agent_env's own as it is, anything else a tool raised as a

@@ -16,7 +16,9 @@ from tst.support import local_tau2_data
 # τ²-bench's data: the copy beside the project (../shared/data/tau2, as a workspace holds it) where there is one,
 # named for every process the tests start; else each test that needs it downloads it at the pinned commit into the
 # user's cache, as a user's first run does.
-if "AGENT_ENV_TAU2_DATA" not in os.environ and (found := local_tau2_data(Path(__file__).resolve().parents[1])):
+if "AGENT_ENV_TAU2_DATA" not in os.environ and (
+    found := local_tau2_data(Path(__file__).resolve().parents[1])
+):
     os.environ["AGENT_ENV_TAU2_DATA"] = str(found)
 
 # Ray reads its auth settings when it is first imported, and test modules import it when collected: set them here,

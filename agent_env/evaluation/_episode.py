@@ -1,11 +1,19 @@
 """Play one episode against the endpoint: reset a session, ask the model, run its calls, and score it.
 
-An episode ends when an accepted `end_turn` call ends it, on a reply with no tool calls, or after `max_turns`
-replies; its reward is then the environment's (`session.reward()`, which ends a running episode first). A reply's
-calls run in order through the session, each answered by a tool message, as TRL's tool loop runs them. A request
-that fails for good, an environment that raises outside a tool call, or a tool call whose environment's host or
-server fails (a `RemoteError`: a served episode gone, a Ray actor lost, an MCP server dead) ends the episode as
-`error`, unscored; the run goes on.
+An episode ends when an accepted `end_turn` call ends it, when a call ends it from within (`Session.ended`: a user
+said goodbye, a limit was reached), on a reply with no tool calls, or after `max_turns` replies; its reward is then
+the environment's (`session.score()`, which ends a running episode first), with the breakdown where the environment
+gives one. A reply's calls run in order through the session, each answered by a tool message, as TRL's tool loop
+runs them. A request that fails for good, an environment that raises outside a tool call, or a tool call whose
+environment's host, server or simulated user fails (a `RemoteError`: a served episode gone, a Ray actor lost, an MCP
+server dead, a user's endpoint down) ends the episode as `error`, unscored; the run goes on.
+
+An environment with a simulated user (it publishes `message_user`, `agent_env.users.USER_CHANNEL`) is played by
+the official protocol of such benchmarks (τ²-bench's): the model is not offered `message_user` nor `end_turn`; a
+reply without tool calls is its message to the user, sent through `message_user`, whose answer comes back as a user
+message; the episode ends when a call ends it (the user says goodbye, a transfer). A reply that both writes text and
+calls tools, or does neither, breaks the protocol and ends the episode as `agent_error`; that, and reaching
+`max_turns`, score 0, as the benchmark scores an episode that neither side ended.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from agent_env.errors import ModelEndpointError
 from agent_env.evaluation._arms import Arm
 from agent_env.evaluation._calls import ACCEPTED, run_call
 from agent_env.evaluation._messages import tool_message
@@ -27,9 +36,11 @@ from agent_env.llm import ChatClient, RequestFailedError, Sampling
 from agent_env.session import Provider, Session
 from agent_env.tools import END_TURN
 from agent_env.training.trl import own_paragraph
+from agent_env.users import USER_CHANNEL
 
-ENDINGS = ("end_turn", "no_tool_calls", "max_turns", "error")
-"""How an episode can end."""
+ENDINGS = ("end_turn", "ended", "no_tool_calls", "max_turns", "agent_error", "error")
+"""How an episode can end: `ended` is a call that ended it from within (the environment says why, in `ending`);
+`agent_error` a reply that broke a simulated user's protocol."""
 ENVIRONMENT_ERROR = "environment_error"
 """The fault counted against an episode that its environment ended (reset, reward or a served session failed); a
 request that failed for good is counted as its `RequestFailedError.fault`."""
@@ -77,6 +88,10 @@ class Episode:
     replies: list[dict[str, Any]] = field(default_factory=list)
     opening: int = 0
     """How many of the transcript's first messages the row and the environment wrote (the rest are the run's)."""
+    ending: str | None = None
+    """Why the episode ended, in words, when a call ended it or the protocol did (None for the other endings)."""
+    breakdown: dict[str, Any] | None = None
+    """The reward's parts and why (`Session.score`), where the environment gives them."""
 
     def scored(self) -> bool:
         """Whether the episode ran to a reward (it did not end in an `error`)."""
@@ -181,10 +196,23 @@ class Player:
             record.transcript = opening(task.row.get("prompt"), own_paragraph(observation, task.row))
             record.opening = len(record.transcript)
             record.ended_by = await self._turns(opened, arm, task, record, faults)
-            record.reward = float(await self._blocking(opened.reward))
+            if self._talks_to_user() and record.ended_by in ("max_turns", "agent_error"):
+                record.reward = 0.0
+                record.ending = record.ending or f"the episode reached --max-turns ({self.max_turns})"
+                record.breakdown = {"reward": 0.0, "note": f"{record.ending}: neither the agent nor the user "
+                                    "ended the conversation, which the official protocol scores 0"}  # fmt: skip
+            else:
+                score = await self._blocking(opened.score)
+                record.reward, record.breakdown = float(score.reward), score.breakdown
         except RequestFailedError as error:
             record.ended_by, record.error = "error", self.client.scrub(str(error))
             faults[error.fault] += 1
+        except (
+            ModelEndpointError
+        ) as error:  # a model the environment asks (its simulated user, a judge) failed
+            record.ended_by = "error"
+            record.error = self.client.scrub(f"{type(error).__name__}: {error}")
+            faults[error.code] += 1
         except Exception as error:  # the environment (reset, reward, its provider) failed: this episode only
             record.ended_by = "error"
             record.error = self.client.scrub(f"the environment raised {type(error).__name__}: {error}")
@@ -196,14 +224,27 @@ class Player:
         record.wall_time = round(time.perf_counter() - started, 4)
         return record.scrubbed(self.client.scrub)
 
+    def _talks_to_user(self) -> bool:
+        """Whether the environment has a simulated user, whose official protocol this run then plays."""
+        return USER_CHANNEL in self.schemas
+
+    def _offered(self, arm: Arm) -> list[dict[str, Any]]:
+        """The tools the model is offered: the arm's, but the user's channel and `end_turn` under the user protocol,
+        where a plain reply is the message to the user and only a call or the user ends the episode."""
+        if not self._talks_to_user():
+            return arm.tools
+        hidden = (USER_CHANNEL, END_TURN)
+        return [tool for tool in arm.tools if tool.get("function", {}).get("name") not in hidden]
+
     async def _turns(
         self, session: Session, arm: Arm, task: Task, record: Episode, faults: Counter[str]
     ) -> str:
         """Ask and answer until the episode ends; returns how it ended."""
         messages = record.transcript
         fields = self.sampling.fields(task.position)
+        tools = self._offered(arm)
         for turn in range(1, self.max_turns + 1):
-            reply = await self.client.complete(self.model, messages, arm.tools, fields, faults)
+            reply = await self.client.complete(self.model, messages, tools, fields, faults)
             record.turns = turn
             messages.append(reply.message)
             record.replies.append(
@@ -216,6 +257,11 @@ class Player:
                 record.tokens = tokens
             if reply.finish_reason == "length":
                 faults["truncated"] += 1
+            if self._talks_to_user():
+                ended = await self._user_turn(session, reply, turn, record, faults)
+                if ended is not None:
+                    return ended
+                continue
             if not reply.tool_calls:
                 if CALL_MARKUP.search(reply.content):
                     faults["unparsed_call"] += 1
@@ -224,15 +270,50 @@ class Player:
                 faults["text_with_calls"] += 1
             if len(reply.tool_calls) > 1:
                 faults["parallel_calls"] += 1
-            if await self._run_calls(session, reply.tool_calls, turn, record, faults):
-                return "end_turn"
+            ended = await self._run_calls(session, reply.tool_calls, turn, record, faults)
+            if ended is not None:
+                return ended
         return "max_turns"
+
+    async def _user_turn(
+        self, session: Session, reply: Any, turn: int, record: Episode, faults: Counter[str]
+    ) -> str | None:
+        """One reply under the user protocol: its calls run, or its text goes to the user and the user's answer
+        comes back as a user message. Returns how the episode ended, or None while it goes on."""
+        text = reply.content.strip()
+        if reply.tool_calls and text:
+            faults["text_with_calls"] += 1
+            record.ending = (
+                "a reply both wrote to the user and called tools, which the protocol does not allow"
+            )
+            return "agent_error"
+        if reply.tool_calls:
+            if len(reply.tool_calls) > 1:
+                faults["parallel_calls"] += 1
+            return await self._run_calls(session, reply.tool_calls, turn, record, faults)
+        if not text:
+            faults["empty_reply"] += 1
+            record.ending = "a reply wrote nothing to the user and called no tool"
+            return "agent_error"
+        answer = await self._blocking(lambda: session.call_tool(USER_CHANNEL, {"message": text}))
+        record.transcript.append({"role": "user", "content": answer})
+        return self._ended(session, record)
+
+    def _ended(self, session: Session, record: Episode) -> str | None:
+        """`ended` once a call has ended the episode from within (the environment's reason kept), else None."""
+        why = session.ended()
+        if why is None:
+            return None
+        record.ending = why
+        return "ended"
 
     async def _run_calls(
         self, session: Session, calls: Sequence[Any], turn: int, record: Episode, faults: Counter[str]
-    ) -> bool:
-        """Run a reply's calls in order, each answered by a tool message; True if one ended the episode."""
-        ended = False
+    ) -> str | None:
+        """Run a reply's calls in order, each answered by a tool message; how the episode ended if one ended it
+        (`end_turn`, or a call that ended it from within; the calls after it are answered as refused), else None.
+        """
+        ended: str | None = None
         for call in calls:
             outcome = await run_call(session, call, self.schemas, executor=self.executor)
             if outcome.verdict in ("not_json", "unknown_tool", "unsupported_type"):
@@ -247,7 +328,8 @@ class Player:
                 }
             )
             record.transcript.append(tool_message(call.id, outcome.content))
-            ended = ended or (outcome.verdict == ACCEPTED and call.name == END_TURN)
+            if ended is None and outcome.verdict == ACCEPTED:
+                ended = "end_turn" if call.name == END_TURN else self._ended(session, record)
         return ended
 
 

@@ -7,6 +7,7 @@ import asyncio
 import math
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -72,6 +73,7 @@ def evaluate(
     *,
     split: str = "test",
     episodes: int | None = None,
+    trials: int = 1,
     concurrency: int = 8,
     max_turns: int = 10,
     sampling: Sampling | None = None,
@@ -88,6 +90,7 @@ def evaluate(
             endpoint,
             split=split,
             episodes=episodes,
+            trials=trials,
             concurrency=concurrency,
             max_turns=max_turns,
             sampling=sampling,
@@ -106,6 +109,7 @@ async def aevaluate(
     *,
     split: str = "test",
     episodes: int | None = None,
+    trials: int = 1,
     concurrency: int = 8,
     max_turns: int = 10,
     sampling: Sampling | None = None,
@@ -123,6 +127,8 @@ async def aevaluate(
         split: The dataset split whose rows start the episodes.
         episodes: How many to play: the split's first rows, cycling with a new seed each time round; all rows
             when None (and required for an environment without a dataset).
+        trials: How many times to play each of them (each play with its own seed); the summary gives pass^k for k
+            up to it, τ²-bench's leaderboard metric.
         concurrency: Episodes in flight at once.
         max_turns: The most replies an episode gets.
         sampling: Sampling settings (seeds: episode i is asked with `seed + i`, in every arm).
@@ -138,7 +144,12 @@ async def aevaluate(
         LookupError: A split, comparison or template that does not exist.
         ValueError: `episodes`, `concurrency` or `max_turns` below 1.
     """
-    for name, value in (("episodes", episodes), ("concurrency", concurrency), ("max_turns", max_turns)):
+    for name, value in (
+        ("episodes", episodes),
+        ("trials", trials),
+        ("concurrency", concurrency),
+        ("max_turns", max_turns),
+    ):
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1; got {value}")
     endpoint, sampling = endpoint or Endpoint(), sampling or Sampling()
@@ -147,9 +158,10 @@ async def aevaluate(
         model, notes = await client.check()
         chosen = arms(env, compare=compare_with, template=template)
         published = env.tools()
-        tasks = plan(env.provider, split, episodes)
+        tasks = plan(env.provider, split, episodes, trials)
         settings = {
             "split": split,
+            "trials": trials,
             "max_turns": max_turns,
             "sampling": sampling.settings(),
             "template": template,
@@ -182,7 +194,7 @@ async def aevaluate(
         played=len(todo),
         skipped=len(tasks) * len(chosen) - len(todo),
         episodes_per_minute=len(todo) / elapsed * 60 if todo and elapsed > 0 else None,
-        notes=[*notes, *reply_notes(summaries)],
+        notes=[*notes, *reply_notes(summaries), *breakdown_notes(played)],
         out=str(out),
         episodes=played,
     )
@@ -236,9 +248,10 @@ async def play_all(
         raise failed.exceptions[0] from None
 
 
-def plan(provider: Provider, split: str, episodes: int | None) -> list[Task]:
+def plan(provider: Provider, split: str, episodes: int | None, trials: int = 1) -> list[Task]:
     """The run's episodes: the split's rows in order (cycling past the last, each round a new `#k` id), or, for
-    an environment without a dataset, `episodes` episodes from an empty row."""
+    an environment without a dataset, `episodes` episodes from an empty row; the whole list `trials` times, each
+    play of a row after its first with the next `#k` id (so pass^k counts a row's plays by their id before `#`)."""
     try:
         rows = provider.dataset_rows(split)
     except NotImplementedError:
@@ -249,19 +262,18 @@ def plan(provider: Provider, split: str, episodes: int | None) -> list[Task]:
                 f"{provider.name} has no dataset rows for split {split!r}: say how many episodes to play from an "
                 "empty row with --episodes"
             )
-        return [Task(f"episode-{index}", index, {}) for index in range(episodes)]
+        return [Task(f"episode-{index}", index, {}) for index in range(episodes * trials)]
     ids = [row_id(row, split, index) for index, row in enumerate(rows)]
     if len(set(ids)) < len(ids):  # rows that share a task id are told apart by their place
         ids = [f"{split}/{index}" for index in range(len(rows))]
     count = len(rows) if episodes is None else episodes
-    return [
-        Task(
-            ids[index % len(rows)] + (f"#{index // len(rows)}" if index >= len(rows) else ""),
-            index,
-            rows[index % len(rows)],
-        )
-        for index in range(count)
-    ]
+    played: Counter[int] = Counter()
+    tasks = []
+    for index in range(count * trials):
+        slot = index % count % len(rows)
+        tasks.append(Task(ids[slot] + (f"#{played[slot]}" if played[slot] else ""), index, rows[slot]))
+        played[slot] += 1
+    return tasks
 
 
 def row_id(row: dict[str, Any], split: str, index: int) -> str:
@@ -286,6 +298,18 @@ def reply_notes(summaries: list[ArmSummary]) -> list[str]:
             "'Evaluate a model'"
         ]
     return []
+
+
+def breakdown_notes(episodes: list[Episode]) -> list[str]:
+    """What the environment said of its rewards, once each (an episode's own ending is in its record): a reward
+    that is not the official metric, a user that is not the benchmark's."""
+    said: Counter[str] = Counter()
+    for episode in episodes:
+        breakdown = episode.breakdown or {}
+        for key in ("note", "user_note"):
+            if isinstance(breakdown.get(key), str) and episode.ended_by not in ("max_turns", "agent_error"):
+                said[breakdown[key]] += 1
+    return [f"{note} ({count} of {len(episodes)} episodes)" for note, count in said.items()]
 
 
 def _finite(value: Any) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -125,6 +125,9 @@ class ArmSummary:
             ended it (`request_refused`, `not_a_completion`, `retries_exhausted`, `environment_error`).
         errors: The first `ERRORS_KEPT` distinct errors that ended episodes (in the run's order), each with how
             many episodes it ended: why episodes failed, without reading the file.
+        pass_k: pass^k for k from 1 to the most plays of a task (τ²-bench's leaderboard metric): each task's
+            chance that k plays drawn from its scored ones all succeed (reward 1), averaged over the tasks played
+            at least k times; with how many tasks it rests on.
     """
 
     arm: str
@@ -142,6 +145,7 @@ class ArmSummary:
     ended_by: dict[str, int]
     faults: dict[str, int]
     errors: dict[str, int]
+    pass_k: dict[int, Estimate] = field(default_factory=dict)
 
     def valid_rate(self) -> float:
         """The share of calls that were well formed: a tool the environment has, JSON arguments that pass its
@@ -223,7 +227,30 @@ def summarize(episodes: Iterable[Episode], arm: str) -> ArmSummary:
         ended_by=dict(sorted(Counter(episode.ended_by for episode in mine).items())),
         faults=dict(sorted(faults.items())),
         errors=first_errors(mine),
+        pass_k=pass_hat_k(scored),
     )
+
+
+SUCCESS = 1.0 - 1e-6
+"""The reward at or above which an episode counts as a success for pass^k, as τ²-bench counts it."""
+
+
+def pass_hat_k(episodes: Iterable[Episode]) -> dict[int, Estimate]:
+    """pass^k for k = 1 up to the most scored plays of one task: the mean over tasks (a play's id before `#`) of
+    C(successes, k) / C(plays, k), over the tasks with at least k scored plays."""
+    plays: dict[str, list[bool]] = {}
+    for episode in episodes:
+        plays.setdefault(episode.episode.split("#")[0], []).append((episode.reward or 0.0) >= SUCCESS)
+    most = max((len(results) for results in plays.values()), default=0)
+    found = {}
+    for k in range(1, most + 1):
+        values = [
+            math.comb(sum(results), k) / math.comb(len(results), k)
+            for results in plays.values()
+            if len(results) >= k
+        ]
+        found[k] = Estimate(float(np.mean(values)), math.nan, math.nan, len(values))
+    return found
 
 
 def first_errors(episodes: Iterable[Episode]) -> dict[str, int]:

@@ -88,6 +88,7 @@ def _rows(summaries: list[ArmSummary], report: Report) -> list[list[str]]:
         ["turns / episode", *(_number(s.turns_per_episode, 2) for s in summaries)],
         ["prompt tokens / episode", *(_number(s.prompt_tokens_per_episode, 0) for s in summaries)],
         ["completion tokens / episode", *(_number(s.completion_tokens_per_episode, 0) for s in summaries)],
+        *_pass_rows(summaries),
         ["ended by", *(", ".join(f"{k} {v}" for k, v in s.ended_by.items()) for s in summaries)],
         ["failed (not scored)", *(str(s.failed) for s in summaries)],
     ]
@@ -100,6 +101,18 @@ def _rows(summaries: list[ArmSummary], report: Report) -> list[list[str]]:
         }
         rows = [[*row, differences.get(row[0], "")] for row in rows]
     return rows
+
+
+def _pass_rows(summaries: list[ArmSummary]) -> list[list[str]]:
+    """pass^k for each k, when some task was played more than once (`--trials`)."""
+    most = max((max(s.pass_k, default=0) for s in summaries), default=0)
+    if most < 2:
+        return []
+    return [[f"pass^{k} (tasks)", *(_pass(s.pass_k.get(k)) for s in summaries)] for k in range(1, most + 1)]
+
+
+def _pass(estimate: Estimate | None) -> str:
+    return "-" if estimate is None else f"{estimate.value:.3f} ({estimate.n})"
 
 
 def _show_faults(console: Console, summaries: list[ArmSummary]) -> None:

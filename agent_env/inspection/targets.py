@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_env._agent_env import AgentEnv
 from agent_env.envs import DEFAULT_ENVIRONMENT, EnvironmentReference, search_working_directory
@@ -31,22 +31,30 @@ def open_environment(
     token: str | None = None,
     mcp: Sequence[str] = (),
     mcp_headers: Sequence[str] = (),
+    config: Mapping[str, Any] | None = None,
 ) -> AgentEnv:
     """The environment `target` names: `AgentEnv.connect` for a URL, else `AgentEnv.local` of what
-    `environment_reference` names (with `mcp`, an MCP environment of those servers, `mcp_headers` sent to their URLs).
+    `environment_reference` names (with `mcp`, an MCP environment of those servers, `mcp_headers` sent to their URLs),
+    built with `config` (its constructor's arguments).
 
     Raises:
         LookupError: No built-in environment or class has that name.
         ImportError: The module of a `module:Class` reference cannot be imported.
         ValueError: Both a target and MCP servers, an `--mcp` value that names no server, or an `--mcp-header`
-            that is malformed, names an unset variable, or has no `--mcp` URL to go to.
+            that is malformed, names an unset variable, or has no `--mcp` URL to go to; `config` for a URL, whose
+            environment the server built.
         AgentEnvError: The server at a URL cannot be reached or refuses the token; an MCP server does not start.
     """
     if not mcp and target is not None and is_url(target):
         _no_headers_without_urls(mcp_headers)
+        if config:
+            raise ValueError(
+                f"{target} serves an environment the server built: give its settings ({', '.join(config)}) to "
+                "`agent-env serve ... -c key=value` there, not here"
+            )
         return AgentEnv.connect(target, token=token)
     search_working_directory()
-    return AgentEnv.local(environment_reference(target, mcp, mcp_headers))
+    return AgentEnv.local(environment_reference(target, mcp, mcp_headers), **(config or {}))
 
 
 def environment_reference(

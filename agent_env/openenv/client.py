@@ -248,6 +248,9 @@ class OpenEnvSession(Session):
                 self._ended_by = "its reward was read, which ends a running episode"
             return self._reward if self._reward is not None else 0.0
 
+    def ended(self) -> str | None:
+        return self._ended_by if self.state is EpisodeState.ENDED else None
+
     def close(self) -> None:
         with self._lock:
             if self.state is EpisodeState.CLOSED:

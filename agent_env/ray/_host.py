@@ -42,7 +42,7 @@ from agent_env.session import LocalSession
 T = TypeVar("T")
 
 Outcome = tuple[Any, ...]
-"""`("ok", value)` or `("error", code, status, message)`."""
+"""`("ok", value)` or `("error", code, status, message, ended)` (`ended`: `AgentEnvError.ended`)."""
 
 
 @dataclass(frozen=True)
@@ -177,12 +177,17 @@ class EpisodeHost:
         return await _answer(self._reset_live(episode_id, row))
 
     async def call(self, episode_id: str, name: str, arguments: Mapping[str, Any]) -> Outcome:
-        """Validate and run one tool call, as `LocalSession.call_tool` does; answer its text."""
+        """Validate and run one tool call, as `LocalSession.call_tool` does; answer its text, and why the episode
+        has ended if it has (`LocalSession.ended`)."""
         return await _answer(self._call(episode_id, name, arguments))
 
     async def reward(self, episode_id: str) -> Outcome:
         """The episode's reward, ending it first if it is still running."""
         return await _answer(self._reward(episode_id))
+
+    async def score(self, episode_id: str) -> Outcome:
+        """The episode's reward and its breakdown (`LocalSession.score`), ending it first if it is still running."""
+        return await _answer(self._score(episode_id))
 
     async def close(self, episode_id: str) -> None:
         """Close an episode and free it; a call still running on it answers, and nothing more runs on it."""
@@ -207,19 +212,27 @@ class EpisodeHost:
         async with self._use(episode_id) as episode:
             return await self._reset(episode, row)
 
-    async def _call(self, episode_id: str, name: str, arguments: Mapping[str, Any]) -> str:
+    async def _call(self, episode_id: str, name: str, arguments: Mapping[str, Any]) -> tuple[str, str | None]:
         async with self._use(episode_id) as episode:
             session = _session(episode)
             action = f"tool '{name}'"
             with self._failures_reported(action):
                 if session.is_async(name):
-                    return await self._await(episode, session.acall_tool(name, arguments), action)
-                return await self._run(episode, partial(session.call_tool, name, arguments), action)
+                    text = await self._await(episode, session.acall_tool(name, arguments), action)
+                else:
+                    text = await self._run(episode, partial(session.call_tool, name, arguments), action)
+                return text, session.ended()
 
     async def _reward(self, episode_id: str) -> float:
         async with self._use(episode_id) as episode:
             with self._failures_reported("reward()"):
                 return await self._run(episode, _session(episode).reward, "reward()")
+
+    async def _score(self, episode_id: str) -> tuple[float, dict[str, Any] | None]:
+        async with self._use(episode_id) as episode:
+            with self._failures_reported("reward()"):
+                score = await self._run(episode, _session(episode).score, "reward()")
+                return score.reward, score.breakdown
 
     async def _build(self, episode: HostedEpisode) -> LocalSession:
         environment, config = self.environment, self.settings.config
@@ -360,7 +373,7 @@ async def _answer(work: Awaitable[Any]) -> Outcome:
     try:
         return ("ok", await work)
     except AgentEnvError as error:
-        return ("error", error.code, http_status(error), str(error))
+        return ("error", error.code, http_status(error), str(error), error.ended)
 
 
 def _session(episode: HostedEpisode) -> LocalSession:

@@ -23,7 +23,7 @@ from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayEr
 from agent_env._rows import dataset_rows
 from agent_env.environment import Environment, EnvironmentReference, EnvironmentSource, source_of
 from agent_env.envs import load_environment
-from agent_env.errors import SessionClosedError
+from agent_env.errors import AgentEnvError, SessionClosedError
 from agent_env.ray._host import HostSettings
 from agent_env.ray._pool import RESERVED_OPTIONS, Pool, PoolSettings
 from agent_env.schema import fingerprint
@@ -36,7 +36,7 @@ from agent_env.server.errors import (
     TooManyEpisodesError,
     error_class,
 )
-from agent_env.session import Session
+from agent_env.session import REWARD_ENDS, Score, Session
 
 logger = logging.getLogger("agent_env.ray")
 
@@ -244,8 +244,10 @@ class RayProvider:
             raise ServerError(f"{action} failed on Ray actor {name!r}: {error}") from None
         if outcome[0] == "ok":
             return outcome[1]
-        _, code, status, message = outcome
-        raise error_class(code, status)(message)
+        _, code, status, message, ended = outcome
+        raised = error_class(code, status)(message)
+        raised.ended = ended
+        raise raised
 
     def close_episode(self, episode_id: str) -> None:
         """Close an episode on its actor and wait (a little) until it is freed; never raises: it may be gone."""
@@ -317,12 +319,14 @@ class RaySession(Session):
         self.provider = provider
         self.episode_id: str | None = None
         self._closed = False
+        self._ended: str | None = None
 
     def tools(self) -> list[dict[str, Any]]:
         return self.provider.tools()
 
     def reset(self, **row: Any) -> str | None:
         self._require_open()
+        self._ended = None
         if self.episode_id is not None:
             try:
                 observation: str | None = self.provider.request(self.episode_id, "reset", row, action="reset")
@@ -339,11 +343,25 @@ class RaySession(Session):
         body = (
             dict(arguments) if isinstance(arguments, Mapping) else arguments
         )  # the actor's session judges it
-        result: str = self._episode_request("call", name, body, action=f"tool '{name}'")
-        return result
+        try:
+            result, self._ended = self._episode_request("call", name, body, action=f"tool '{name}'")
+        except AgentEnvError as error:
+            self._ended = self._ended or error.ended
+            raise
+        return str(result)
 
     def reward(self) -> float:
-        return float(self._episode_request("reward", action="reward()"))
+        reward = float(self._episode_request("reward", action="reward()"))
+        self._ended = self._ended or REWARD_ENDS
+        return reward
+
+    def score(self) -> Score:
+        reward, breakdown = self._episode_request("score", action="reward()")
+        self._ended = self._ended or REWARD_ENDS
+        return Score(float(reward), breakdown)
+
+    def ended(self) -> str | None:
+        return self._ended
 
     def close(self) -> None:
         if self._closed:

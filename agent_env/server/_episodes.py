@@ -38,7 +38,7 @@ from agent_env.server.errors import (
     ServerUnavailableError,
     TooManyEpisodesError,
 )
-from agent_env.session import EpisodeState, LocalSession
+from agent_env.session import EpisodeState, LocalSession, Score
 
 logger = logging.getLogger("agent_env.server")
 
@@ -183,6 +183,17 @@ class EpisodeRegistry:
         async with self._use(episode_id, surface) as episode:
             with _failures_reported("reward()", episode):
                 return await self._run(episode, _session(episode).reward, "reward()")
+
+    async def score(self, episode_id: str, surface: Surface = CONTROL) -> Score:
+        """The episode's reward and its breakdown, ending it first if it is still running."""
+        async with self._use(episode_id, surface) as episode:
+            with _failures_reported("reward()", episode):
+                return await self._run(episode, _session(episode).score, "reward()")
+
+    def ended(self, episode_id: str, surface: Surface = CONTROL) -> str | None:
+        """Why the episode has ended, or None while it runs (`LocalSession.ended`) or once it is closed."""
+        episode = self._episodes.get(episode_id)
+        return None if episode is None or episode.session is None else episode.session.ended()
 
     def close(self, episode_id: str, surface: Surface = CONTROL) -> None:
         """Close an episode and free it; a call already running on it still answers, and nothing more runs on it."""

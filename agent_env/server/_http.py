@@ -33,8 +33,12 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 def error_response(
     error: AgentEnvError, *, status: int | None = None, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    """The wire form of an error: `{"error": {"code", "message"}}` with its HTTP status."""
-    body = {"error": {"code": error.code, "message": str(error)}}
+    """The wire form of an error: `{"error": {"code", "message"}}` with its HTTP status, and `"ended"` when the call
+    that raised it ended its episode."""
+    wire: dict[str, Any] = {"code": error.code, "message": str(error)}
+    if error.ended is not None:
+        wire["ended"] = error.ended
+    body = {"error": wire}
     return JSONResponse(body, status_code=status or http_status(error), headers=headers)
 
 
@@ -83,6 +87,7 @@ class ControlApi:
             Route("/episodes/{episode_id}/reset", answered(self.reset), methods=["POST"]),
             Route("/episodes/{episode_id}/tools/{name:path}", answered(self.call), methods=["POST"]),
             Route("/episodes/{episode_id}/reward", answered(self.reward), methods=["POST"]),
+            Route("/episodes/{episode_id}/score", answered(self.score), methods=["POST"]),
         ]
 
     async def health(self, request: Request) -> Response:
@@ -130,16 +135,23 @@ class ControlApi:
         return await self.episodes.served_row(reference, request.query_params.get(SPLIT_PARAMETER))
 
     async def call(self, request: Request) -> Response:
-        """`POST /episodes/{id}/tools/{name}` (body: the arguments): the tool's result text."""
+        """`POST /episodes/{id}/tools/{name}` (body: the arguments): the tool's result text, and, when the call
+        ended the episode (`end_turn`, or a call that ended it from within), why."""
         arguments = await json_value(request, "the tool's arguments")  # the session judges any JSON value
-        result = await self.episodes.call(
-            request.path_params["episode_id"], request.path_params["name"], arguments
-        )
-        return JSONResponse({"result": result})
+        episode_id = request.path_params["episode_id"]
+        result = await self.episodes.call(episode_id, request.path_params["name"], arguments)
+        ended = self.episodes.ended(episode_id)
+        return JSONResponse({"result": result} if ended is None else {"result": result, "ended": ended})
 
     async def reward(self, request: Request) -> Response:
         """`POST /episodes/{id}/reward`: the episode's reward, ending it first if it is running (so not a GET)."""
         return JSONResponse({"reward": await self.episodes.reward(request.path_params["episode_id"])})
+
+    async def score(self, request: Request) -> Response:
+        """`POST /episodes/{id}/score`: the episode's reward and its breakdown (null for a reward without parts),
+        ending it first if it is running."""
+        score = await self.episodes.score(request.path_params["episode_id"])
+        return JSONResponse({"reward": score.reward, "breakdown": score.breakdown})
 
     async def close(self, request: Request) -> Response:
         """`DELETE /episodes/{id}`: close the episode and free it."""

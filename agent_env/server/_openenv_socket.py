@@ -33,7 +33,6 @@ from agent_env.server._mcp import MODEL_ERRORS
 from agent_env.server._openenv_rpc import OpenEnvRpc
 from agent_env.server._openenv_sessions import OPENENV, OpenEnvSessions
 from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, TooManyEpisodesError
-from agent_env.tools import END_TURN
 
 logger = logging.getLogger("agent_env.server")
 
@@ -236,14 +235,18 @@ class OpenEnvSocket:
             return _invalid('a call_tool action needs "tool_name" (a string) and "arguments" (a JSON object)')
         try:
             text = await self.episodes.call(connection.episode_id, name, arguments, OPENENV)
-            if name == END_TURN:
-                reward = await self.episodes.reward(connection.episode_id, OPENENV)
-                return wire.observation_message(wire.call_result(name, text), reward=reward, done=True)
+            observation = wire.call_result(name, text)
         except MODEL_ERRORS as error:
-            return wire.observation_message(wire.call_error(name, _error_type(error), str(error)))
+            observation = wire.call_error(name, _error_type(error), str(error))
         except AgentEnvError as error:  # not the model's to fix: a broken environment
             return wire.error_message(str(error), wire.EXECUTION_ERROR)
-        return wire.observation_message(wire.call_result(name, text))
+        if self.episodes.ended(connection.episode_id, OPENENV) is None:
+            return wire.observation_message(observation)
+        try:  # end_turn, or a call (refused or not) that ended the episode: its reward goes with it
+            reward = await self.episodes.reward(connection.episode_id, OPENENV)
+        except AgentEnvError as error:
+            return wire.error_message(str(error), wire.EXECUTION_ERROR)
+        return wire.observation_message(observation, reward=reward, done=True)
 
     async def _state(self, connection: Connection, message: dict[str, Any]) -> Reply:
         return wire.state_message(connection.episode_id, self.sessions.steps(connection.episode_id))

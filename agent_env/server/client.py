@@ -21,7 +21,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from agent_env.errors import SessionClosedError
+from agent_env.errors import AgentEnvError, SessionClosedError
 from agent_env.server._row_references import (
     INLINE_ROW_BYTES,
     ROW_PARAMETER,
@@ -40,7 +40,7 @@ from agent_env.server.errors import (
     ServerUnavailableError,
     error_class,
 )
-from agent_env.session import Session
+from agent_env.session import REWARD_ENDS, Score, Session
 
 logger = logging.getLogger("agent_env.server")
 
@@ -221,12 +221,14 @@ class RemoteSession(Session):
         self.episode_id: str | None = None
         self._closed = False
         self._pid = os.getpid()
+        self._ended: str | None = None
 
     def tools(self) -> list[dict[str, Any]]:
         return self.provider.tools()
 
     def reset(self, **row: Any) -> str | None:
         self._require_open()
+        self._ended = None
         if self.episode_id is not None:
             try:
                 answer = self.provider.reset_request(self._path("reset"), row)
@@ -242,11 +244,27 @@ class RemoteSession(Session):
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
         # Arguments that are no object go as they are: the server's session refuses them, as one in process does.
         body = dict(arguments) if isinstance(arguments, Mapping) else arguments
-        result: str = self._episode_request(f"tools/{quote(name, safe='')}", body, f"tool '{name}'")["result"]
+        try:
+            answer = self._episode_request(f"tools/{quote(name, safe='')}", body, f"tool '{name}'")
+        except AgentEnvError as error:
+            self._ended = self._ended or error.ended
+            raise
+        self._ended = answer.get("ended")
+        result: str = answer["result"]
         return result
 
     def reward(self) -> float:
-        return float(self._episode_request("reward", NO_BODY, "reward()")["reward"])
+        reward = float(self._episode_request("reward", NO_BODY, "reward()")["reward"])
+        self._ended = self._ended or REWARD_ENDS
+        return reward
+
+    def score(self) -> Score:
+        answer = self._episode_request("score", NO_BODY, "reward()")
+        self._ended = self._ended or REWARD_ENDS
+        return Score(float(answer["reward"]), answer.get("breakdown"))
+
+    def ended(self) -> str | None:
+        return self._ended
 
     def close(self) -> None:
         if self._closed:
@@ -342,7 +360,10 @@ def wire_error(response: httpx.Response, action: str) -> Exception:
         return RemoteError(
             f"{action}: HTTP {response.status_code} from {response.request.url}: {response.text[:200]!r}"
         )
-    return error_class(code, response.status_code)(message)
+    raised = error_class(code, response.status_code)(message)
+    if isinstance(error.get("ended"), str):
+        raised.ended = error["ended"]
+    return raised
 
 
 __all__ = ["RemoteProvider", "RemoteSession"]

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from agent_env.errors import ModelEndpointError
 from agent_env.schema import fingerprint
 from agent_env.schema._gaps import gaps, remedy
 from agent_env.session import Provider, Session, tools_published_elsewhere
@@ -54,9 +55,23 @@ class TRLEnvironment:
         of its own (see `own_paragraph`)."""
         return own_paragraph(self._session.reset(**row), row)
 
-    def get_reward(self) -> float:
-        """The episode's reward (ending the episode first if the model never called end_turn)."""
-        return self._session.reward()
+    def get_reward(self) -> float | None:
+        """The episode's reward (ending the episode first if the model never called end_turn); None for an episode
+        that a model the environment asks (its simulated user, a judge) failed, which TRL then leaves unscored."""
+        try:
+            return self._session.reward()
+        except ModelEndpointError as error:
+            warn_unscorable(type(self).__name__, error)
+            return None
+
+
+def warn_unscorable(environment: str, error: ModelEndpointError) -> None:
+    """Say, once per episode at WARNING, that an episode cannot be scored because a model its environment asks
+    failed (a simulated user's endpoint down, a judge past its retries). TRL gets None for it, which TRL (>= 1.16)
+    marks unscorable: the completion is left out of its group's baseline with no advantage, where a 0 would teach
+    the policy that it did badly."""
+    logger.warning("agent_env: %s: an episode cannot be scored, so TRL leaves it out: %s", environment, error)
+    return None
 
 
 def own_paragraph(observation: str | None, row: Mapping[str, Any]) -> str | None:

@@ -132,6 +132,43 @@ def test_reading_the_reward_ends_a_running_episode(session):
         session.call_tool("submit_offers", {"curves": [CURVE]})
 
 
+def test_a_call_that_ends_the_episode_from_within_says_why_and_later_calls_are_refused(provider, request):
+    with provider.open() as session:
+        session.reset(task="t1", closes_after=2)
+        session.call_tool("battery_status", {})
+        assert session.ended() is None
+        with pytest.raises(ToolError):  # a refused call is heard too: the environment counts it
+            session.call_tool("submit_offers", {"curves": [{"hours": "all", "points": [[0, 9], [1, 1]]}]})
+        ended = session.ended()
+        if request.node.callspec.params["provider"] == "openenv":  # its wire says only `done: true`
+            assert ended is not None and "done" in ended
+        else:
+            assert ended == "the desk closed after 2 calls"
+        with pytest.raises(EpisodeEndedError):
+            session.call_tool("battery_status", {})
+        session.reset(task="t2")
+        assert session.ended() is None
+
+
+def test_end_turn_ends_the_episode_and_ended_says_so(session):
+    assert session.ended() is None
+    session.call_tool("end_turn", {})
+    assert session.ended() is not None
+
+
+def test_the_score_carries_the_breakdown_where_the_wire_does(provider, request):
+    with provider.open() as session:
+        session.reset(task="t1")
+        session.call_tool("submit_offers", {"curves": [CURVE]})
+        score = session.score()
+        assert score.reward == 0.1
+        if request.node.callspec.params["provider"] == "openenv":  # OpenEnv's wire carries a reward, no parts
+            assert score.breakdown is None
+        else:
+            assert score.breakdown == {"curves": 1, "limit": 10}
+        assert session.ended() is not None
+
+
 def test_the_reward_before_any_episode_is_refused(provider):
     with provider.open() as session, pytest.raises(EpisodeNotStartedError, match="call reset"):
         session.reward()

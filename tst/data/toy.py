@@ -50,6 +50,10 @@ class ToyDesk(Environment):
     def reset(self, **row: Any) -> str:
         self.book, self.offers, self.notes = [], [], []
         self.scored_as = (row["scored_as"],) if "scored_as" in row else ()
+        self.closes_after = row.get(
+            "closes_after"
+        )  # the desk closes (ends the episode) after this many calls
+        self.heard = 0
         self.down = set(
             row.get("down", ())
         )  # services a row takes down ("battery", "notes"): tools that then raise
@@ -59,6 +63,19 @@ class ToyDesk(Environment):
         if self.scored_as:  # a row's `scored_as`: a reward() that returns whatever that is
             return self.scored_as[0]  # type: ignore[no-any-return]
         return min(len(self.book) / self.limit, 1.0)
+
+    def after_call(
+        self, name: str, arguments: Any, result: str | None, error: Exception | None
+    ) -> str | None:
+        if (
+            self.closes_after is None
+        ):  # a row without `closes_after` keeps no count, so a refused call changes nothing
+            return None
+        self.heard += 1
+        return f"the desk closed after {self.heard} calls" if self.heard >= self.closes_after else None
+
+    def reward_breakdown(self) -> dict[str, Any]:
+        return {"curves": len(self.book), "limit": self.limit}
 
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
         return [{"prompt": [{"role": "user", "content": "Trade."}], "task": f"{split}-{i}"} for i in range(4)]

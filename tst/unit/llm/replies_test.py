@@ -7,8 +7,7 @@ from typing import Any
 
 from openai.types.chat import ChatCompletion
 
-from agent_env.llm import ToolCall
-from agent_env.llm import reply_of
+from agent_env.llm import ToolCall, reply_of
 from tst.unit.evaluation.scripted import completion
 
 
