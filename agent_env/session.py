@@ -25,6 +25,7 @@ from agent_env.errors import (
     EpisodeEndedError,
     EpisodeNotStartedError,
     EpisodeStateError,
+    ModelEndpointError,
     RewardError,
     SessionClosedError,
     ToolFailedError,
@@ -143,6 +144,7 @@ class LocalSession(Session):
         self.start_hint = start_hint
         self.where = where
         self._ended_by = "end_turn was called"
+        self._unscorable: ModelEndpointError | None = None
 
     def tools(self) -> list[dict[str, Any]]:
         return type(self.environment).tools.published
@@ -154,6 +156,7 @@ class LocalSession(Session):
         observation = self.environment.reset(**row)
         self.state = EpisodeState.RUNNING
         self._ended_by = "end_turn was called"
+        self._unscorable: ModelEndpointError | None = None
         return observation
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
@@ -197,6 +200,10 @@ class LocalSession(Session):
         if self.state is EpisodeState.RUNNING:
             self.call_tool(END_TURN, {})
             self._ended_by = REWARD_ENDS
+        if (
+            self._unscorable is not None
+        ):  # a model the environment asks failed and ended it: no reward was earned
+            raise self._unscorable
         return checked_reward(type(self.environment).__name__, self.environment.reward())
 
     def score(self) -> Score:
@@ -232,6 +239,8 @@ class LocalSession(Session):
             self.state, self._ended_by = EpisodeState.ENDED, ended
             if isinstance(error, AgentEnvError):
                 error.ended = ended
+            if isinstance(error, ModelEndpointError):
+                self._unscorable = error
 
     def _failure(self, tool: Tool, error: Exception) -> Exception:
         """`error` as the call's failure: agent_env's own as it is, anything else a tool raised as a

@@ -276,7 +276,9 @@ class Tau2Environment(UserChat, Environment):
 
         if self.task is None:
             raise ValueError("no episode to score: reset(task_id=...) first")
-        if self.chat is not None and self.chat.failure:
+        if (
+            self.chat is not None and self.chat.failure
+        ):  # the session refuses this already; said for direct callers
             raise UserEndpointError(self.chat.failure)
         self._breakdown = score(self, self.termination or "agent_stop")
         reward: float = self._breakdown["reward"]

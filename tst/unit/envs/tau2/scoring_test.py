@@ -1,0 +1,131 @@
+"""`agent_env/envs/tau2/scoring.py` and `judge.py`: each part of the reward basis, with why; natural-language
+assertions judged by a model only when one is given, and said to be left out otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_env import AgentEnv
+from agent_env.envs.tau2.judge import verdicts
+from agent_env.errors import JudgeEndpointError
+from agent_env.users import USER_CHANNEL
+from tst.unit.evaluation.scripted import Answer, completion, scripted
+
+FAST = {"backoff": 0.001, "max_backoff": 0.01, "timeout": 5.0}
+
+
+@pytest.fixture(scope="module")
+def judged_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mock domain with one task's basis made DB x NL_ASSERTION (a copy: the pinned files stay as they are)."""
+    root = tmp_path_factory.mktemp("tau2")
+    shutil.copytree(Path(os.environ["AGENT_ENV_TAU2_DATA"]) / "mock", root / "mock")
+    tasks = json.loads((root / "mock" / "tasks.json").read_text())
+    for task in tasks:
+        if task["id"] == "update_task_1":
+            task["evaluation_criteria"]["reward_basis"] = ["DB", "NL_ASSERTION"]
+            task["evaluation_criteria"]["nl_assertions"] = [
+                "The agent marked the task completed",
+                "The agent was polite",
+            ]
+    (root / "mock" / "tasks.json").write_text(json.dumps(tasks))
+    return root
+
+
+def play(env: AgentEnv, task_id: str, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    with env.open() as session:
+        session.reset(task_id=task_id, prompt=[{"role": "user", "content": "Please help."}])
+        for name, arguments in calls:
+            session.call_tool(name, arguments)
+        breakdown = session.score().breakdown
+    assert breakdown is not None
+    return breakdown
+
+
+DONE = [("update_task_status", {"task_id": "task_1", "status": "completed"})]
+
+
+def test_without_a_judge_the_reward_is_db_only_and_says_it_is_not_the_official_metric(judged_data):
+    breakdown = play(AgentEnv.local("tau2-mock", data_dir=judged_data), "update_task_1", DONE)
+    assert breakdown["reward"] == 1.0 and list(breakdown["parts"]) == ["DB"]
+    assert breakdown["official"] is False
+    assert (
+        "not the official metric" in breakdown["note"] and "NL_ASSERTION needs a judge" in breakdown["note"]
+    )
+
+
+def test_a_judge_finds_each_assertion_met_or_not_and_the_reward_follows(judged_data):
+    answer = {"results": [
+        {"expectedOutcome": "The agent marked the task completed", "reasoning": "It did.", "metExpectation": True},
+        {"expectedOutcome": "The agent was polite", "reasoning": "Curt.", "metExpectation": False},
+    ]}  # fmt: skip
+    with scripted(lambda body, headers: Answer(completion(json.dumps(answer)))) as server:
+        env = AgentEnv.local("tau2-mock", data_dir=judged_data, judge={"base_url": server.url, **FAST})
+        breakdown = play(env, "update_task_1", [*DONE, (USER_CHANNEL, {"message": "Done."})])
+    nl = breakdown["parts"]["NL_ASSERTION"]
+    assert nl["reward"] == 0.0 and nl["why"] == "not met: ['The agent was polite']"
+    assert breakdown["reward"] == 0.0 and breakdown["official"] is True and "note" not in breakdown
+    transcript = server.requests[0][0]["messages"][1]["content"]
+    assert "[calls update_task_status(" in transcript and "assistant: Done." in transcript
+    assert server.requests[0][0]["temperature"] == 0.0
+
+
+def test_a_judge_that_fails_leaves_the_episode_unscored(judged_data):
+    with scripted(lambda body, headers: Answer(completion("I think so?"))) as server:
+        env = AgentEnv.local("tau2-mock", data_dir=judged_data, judge={"base_url": server.url, **FAST})
+        with pytest.raises(JudgeEndpointError, match="cannot be read as one verdict per assertion"):
+            play(env, "update_task_1", DONE)
+
+
+def test_verdicts_are_read_from_plain_or_fenced_json_one_per_assertion():
+    text = '```json\n{"results": [{"expectedOutcome": "a", "reasoning": "r", "metExpectation": true}]}\n```'
+    assert [(v.assertion, v.met) for v in verdicts(text, ["a"])] == [("a", True)]
+    with pytest.raises(JudgeEndpointError):
+        verdicts('{"results": []}', ["a"])
+
+
+def test_communicate_counts_only_what_was_said_to_the_user_lower_cased_without_commas():
+    env = AgentEnv.local("tau2-mock")
+    said = play(
+        env,
+        "update_task_with_initialization_data",
+        [
+            *DONE,
+            (
+                USER_CHANNEL,
+                {
+                    "message": "THE AGENT ACKNOWLEDGED THE PREVIOUS CONTEXT, and the agent confirmed the task status was updated successfully."
+                },
+            ),
+        ],
+    )
+    assert said["parts"]["COMMUNICATE"] == {"reward": 1.0, "why": said["parts"]["COMMUNICATE"]["why"]}
+    silent = play(env, "update_task_with_initialization_data", DONE)
+    assert (
+        silent["parts"]["COMMUNICATE"]["reward"] == 0.0
+        and "never said to the user" in silent["parts"]["COMMUNICATE"]["why"]
+    )
+
+
+def test_db_compares_with_what_the_reference_actions_leave_and_says_what_changed():
+    env = AgentEnv.local("tau2-mock")
+    right = play(env, "update_task_1", DONE)
+    wrong = play(env, "update_task_1", [("create_task", {"user_id": "user_1", "title": "Other"})])
+    assert right["parts"]["DB"]["reward"] == 1.0
+    assert wrong["parts"]["DB"] == {
+        "reward": 0.0,
+        "why": "the database differs from the one the reference actions leave",
+        "changed": {"tasks": ["task_2"], "users": ["user_1"]},
+        "expected_changed": {"tasks": ["task_1"]},
+    }
+
+
+def test_an_assertion_that_raises_does_not_hold_and_says_why():
+    breakdown = play(AgentEnv.local("tau2-mock"), "create_task_1_with_env_assertions", [])
+    assert breakdown["parts"]["ENV_ASSERTION"]["reward"] == 0.0
+    assert "raised Task task_2 not found" in breakdown["parts"]["ENV_ASSERTION"]["why"]

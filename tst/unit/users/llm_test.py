@@ -1,0 +1,183 @@
+"""`agent_env/users/_llm.py`: a user played by a model behind an OpenAI-compatible endpoint (the scripted server of
+tst/unit/evaluation/scripted.py, on a real socket): what it is told, how its endpoint's faults are counted, and that a
+fault it cannot get past ends the episode unscored."""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import socket
+from typing import Any
+
+import pytest
+
+from agent_env import AgentEnv
+from agent_env.errors import UserEndpointError
+from agent_env.llm import Endpoint, Sampling
+from agent_env.training.trl import environment_class
+from agent_env.users import GREETING, USER_CHANNEL, Chat, ChatMessage, LLMUser, Scenario
+from tst.unit.evaluation.scripted import Answer, call, completion, scripted
+from tst.unit.users.channel_test import Helpdesk
+
+SCENARIO = Scenario("You want to cancel reservation EHGLP3.", persona="Terse and polite.")
+FAST = {"backoff": 0.001, "max_backoff": 0.01, "timeout": 5.0}
+
+
+def user_at(url: str, **settings: Any) -> LLMUser:
+    return LLMUser(Endpoint(url, **{**FAST, **settings}))
+
+
+def test_the_opening_answers_the_greeting_told_the_scenario_at_temperature_zero():
+    with scripted(lambda body, headers: Answer(completion("Hi, I need to cancel a booking."))) as server:
+        assert user_at(server.url).opening(SCENARIO) == "Hi, I need to cancel a booking."
+    body = server.requests[0][0]
+    system, *rest = body["messages"]
+    assert system["role"] == "system"
+    assert "<scenario>\nYou want to cancel reservation EHGLP3.\n</scenario>" in system["content"]
+    assert "<persona>\nTerse and polite.\n</persona>" in system["content"]
+    assert "###STOP###" in system["content"] and "###TRANSFER###" in system["content"]
+    assert rest == [{"role": "user", "content": GREETING}]
+    assert body["model"] == "scripted" and body["temperature"] == 0.0 and body["tools"] == []
+
+
+def test_the_user_reads_the_agent_as_its_interlocutor_and_its_own_words_as_its_own():
+    chat = Chat(
+        SCENARIO,
+        [
+            ChatMessage("agent", GREETING),
+            ChatMessage("user", "Cancel EHGLP3."),
+            ChatMessage("agent", "Your user id?"),
+        ],
+    )
+    with scripted(lambda body, headers: Answer(completion("emma_kim_9957"))) as server:
+        answer = user_at(server.url, model="gpt-user").reply(chat)
+    assert answer == ChatMessage("user", "emma_kim_9957")
+    body = server.requests[0][0]
+    assert body["model"] == "gpt-user"
+    assert [(m["role"], m["content"]) for m in body["messages"][1:]] == [
+        ("user", GREETING),
+        ("assistant", "Cancel EHGLP3."),
+        ("user", "Your user id?"),
+    ]
+
+
+def test_a_rate_limit_is_retried_and_counted_in_the_chat():
+    answers = iter([Answer({"error": {"message": "slow down"}}, status=429), Answer(completion("ok"))])
+    with scripted(lambda body, headers: next(answers)) as server:
+        chat = Chat(SCENARIO, [ChatMessage("agent", "hello")])
+        assert user_at(server.url).reply(chat).text == "ok"
+    assert chat.faults == {"rate_limited": 1} and chat.failure is None
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("fault", "answer", "counted", "said"),
+    [
+        ("down", None, {"connection": 4, "retries_exhausted": 1}, "gave up after 4 attempts"),
+        ("empty", Answer(completion("   ")), {"empty_answer": 1}, "it answered with no text"),
+        (
+            "refused",
+            Answer({"error": {"message": "no such model"}}, status=404),
+            {"request_refused": 1},
+            "refused",
+        ),
+        (
+            "timeout",
+            Answer(completion("late"), delay=2.0),
+            {"timeout": 2, "retries_exhausted": 1},
+            "no answer",
+        ),
+    ],
+)
+def test_a_fault_past_the_retries_is_a_user_endpoint_error_counted_and_kept(fault, answer, counted, said):
+    chat = Chat(SCENARIO, [ChatMessage("agent", "hello")])
+    if answer is None:
+        user = user_at(f"http://127.0.0.1:{unused_port()}/v1", model="m")
+        with pytest.raises(UserEndpointError, match=said):
+            user.reply(chat)
+    else:
+        with scripted(lambda body, headers: answer) as server:
+            user = user_at(server.url, timeout=0.5, max_retries=1 if fault == "timeout" else 3)
+            with pytest.raises(UserEndpointError, match=said):
+                user.reply(chat)
+    assert chat.faults == counted
+    assert chat.failure is not None and chat.failure.startswith("the simulated user's endpoint")
+
+
+def test_a_user_with_tools_calls_them_and_keeps_the_calls_with_its_message():
+    def script(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if body["messages"][-1]["role"] == "tool":
+            return Answer(completion("I see one notification about task_1."))
+        return Answer(completion(tool_calls=[call("check_notifications", {}, "u1")]))
+
+    ran: list[tuple[str, Any]] = []
+
+    def run_tool(name: str, arguments: Any) -> str:
+        ran.append((name, arguments))
+        return '[{"notification_id": "notif_1"}]'
+
+    tools = [
+        {
+            "name": "check_notifications",
+            "description": "Inbox.",
+            "inputSchema": {"type": "object", "properties": {}},
+        }
+    ]
+    chat = Chat(SCENARIO, [ChatMessage("agent", "Check your inbox?")])
+    with scripted(script) as server:
+        answer = user_at(server.url).reply(chat, tools, run_tool)
+    assert ran == [("check_notifications", {})]
+    assert answer.text == "I see one notification about task_1."
+    assert [message["role"] for message in answer.tool_messages] == ["assistant", "tool"]
+    first = server.requests[0][0]
+    assert first["tools"][0]["function"]["name"] == "check_notifications"
+    assert "You have tools of your own" in first["messages"][0]["content"]
+
+
+def test_it_travels_as_its_settings_and_never_shows_a_key(monkeypatch):
+    monkeypatch.setenv("USER_KEY", "sk-secret")
+    user = LLMUser(Endpoint("http://127.0.0.1:9/v1", "m", "USER_KEY"), Sampling(temperature=0.3))
+    copy = pickle.loads(pickle.dumps(user))
+    assert copy == user and copy.sampling.temperature == 0.3
+    assert "sk-secret" not in repr(user) + json.dumps(user.describe())
+    assert "$USER_KEY" in repr(user)
+
+
+def test_settings_make_a_user_and_an_unknown_one_is_named():
+    user = LLMUser.from_settings(
+        {"base_url": "http://h/v1", "model": "m", "api_key_env": "K", "temperature": 0.5}
+    )
+    assert (user.endpoint.base_url, user.endpoint.model, user.endpoint.api_key_env) == (
+        "http://h/v1",
+        "m",
+        "K",
+    )
+    assert user.sampling.temperature == 0.5
+    with pytest.raises(ValueError, match="unknown user setting 'url'; a user takes .*base_url"):
+        LLMUser.from_settings({"url": "http://h/v1"})
+
+
+def test_an_endpoint_that_fails_ends_the_episode_which_trl_then_leaves_unscored(caplog):
+    with scripted(lambda body, headers: Answer({"error": {"message": "boom"}}, status=400)) as server:
+        env = AgentEnv.local(Helpdesk, user={"base_url": server.url, "model": "m", **FAST})
+        session = env.open()
+        session.reset(opening="My printer is broken.")
+        with pytest.raises(UserEndpointError, match="refused the request"):
+            session.call_tool(USER_CHANNEL, {"message": "Restart it?"})
+        assert session.ended() is not None and "endpoint" in session.ended()
+        with pytest.raises(UserEndpointError):
+            session.reward()
+        trl_class = environment_class("Helpdesk", Helpdesk.tools.published, "t")
+        trl_env = trl_class(env.open())
+        trl_env.reset(opening="My printer is broken.")
+        with pytest.raises(Exception):  # noqa: B017  TRL catches what a tool raises and tells the model
+            getattr(trl_env, USER_CHANNEL)(message="Restart it?")
+        with caplog.at_level(logging.WARNING, logger="agent_env"):
+            assert trl_env.get_reward() is None
+    assert "cannot be scored, so TRL leaves it out" in caplog.text
