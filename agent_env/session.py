@@ -156,7 +156,7 @@ class LocalSession(Session):
         observation = self.environment.reset(**row)
         self.state = EpisodeState.RUNNING
         self._ended_by = "end_turn was called"
-        self._unscorable: ModelEndpointError | None = None
+        self._unscorable = None
         return observation
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:

@@ -70,5 +70,5 @@ def test_a_user_is_named_by_a_user_the_word_scripted_or_an_llm_users_settings(se
 
 
 def test_a_setting_that_names_no_user_says_what_does():
-    with pytest.raises(ValueError, match="pass a User .*'scripted', or an LLM user's settings"):
+    with pytest.raises(ValueError, match=r"pass a User .*'scripted', or an LLM user's settings"):
         user_from(42)

@@ -159,7 +159,7 @@ def test_settings_make_a_user_and_an_unknown_one_is_named():
         "K",
     )
     assert user.sampling.temperature == 0.5
-    with pytest.raises(ValueError, match="unknown user setting 'url'; a user takes .*base_url"):
+    with pytest.raises(ValueError, match=r"unknown user setting 'url'; a user takes .*base_url"):
         LLMUser.from_settings({"url": "http://h/v1"})
 
 

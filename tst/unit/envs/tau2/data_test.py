@@ -112,7 +112,7 @@ def test_a_file_that_does_not_match_its_hash_is_refused_and_not_left_in_the_cach
 
 def test_a_download_cut_short_is_refused_and_leaves_nothing(tiny, tmp_path):
     tiny.short.add("db.json")
-    with pytest.raises(Tau2DataError, match="stopped at|failed"):
+    with pytest.raises(Tau2DataError, match=r"stopped at|failed"):
         domain_folder("tiny")
     assert "db.json" not in cached(tmp_path) and not any(name.endswith(".part") for name in cached(tmp_path))
 
