@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -24,7 +23,7 @@ from agent_env.envs.tau2.store import Store
 from agent_env.envs.tau2.tasks import Domain, EnvCall, HistoryMessage, Task, load_domain
 from agent_env.errors import ToolError, UserEndpointError
 from agent_env.tools import END_TURN, Tool, ToolSet
-from agent_env.users import USER_CHANNEL, ChatMessage, User, UserChat, UserSetting, user_from
+from agent_env.users import USER_CHANNEL, ChatMessage, ScriptedUser, User, UserChat, UserSetting, user_from
 
 SYSTEM_PROMPT = """<instructions>
 You are a customer service agent. Help the user as the policy below allows, and never beyond it.
@@ -118,11 +117,19 @@ class Tau2Environment(UserChat, Environment):
 
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
         """The split's tasks (`train`, `test`, `base`), each a row with its `task_id` and the `prompt` the agent
-        starts from: the system prompt with the policy, any conversation before the task, and the user's opening
-        (its own words from the user this environment has: a scripted user's script, or the user model's)."""
-        tasks = self.data.split(split)
-        openings = self._openings(tasks)
-        return [{"prompt": self.prompt(task, openings[task.id]), "task_id": task.id} for task in tasks]
+        starts from: the system prompt with the policy, any conversation before the task, and the user's turn.
+
+        A scripted user's opening is known without a model, so it is in the row. Any other user (a model) opens
+        when the episode starts: the row's user turn is empty, `reset` asks the user and returns its opening, and
+        TRL (like `agent-env eval`) puts it in that turn, so each episode gets its own."""
+        fixed = isinstance(self.user, ScriptedUser)
+        return [
+            {
+                "prompt": self.prompt(task, self.user.opening(task.scenario()) if fixed else ""),
+                "task_id": task.id,
+            }
+            for task in self.data.split(split)
+        ]
 
     def prompt(self, task: Task, opening: str) -> list[dict[str, Any]]:
         """The messages an episode of `task` starts from, its user's opening last."""
@@ -131,9 +138,9 @@ class Tau2Environment(UserChat, Environment):
         return [system, *history, {"role": "user", "content": opening}]
 
     def reset(self, task_id: str | None = None, prompt: Any = None, **row: Any) -> str | None:
-        """Start task `task_id` from its initial state. With the row's `prompt` (as TRL passes it), the user's
-        opening is the one it ends with and nothing is returned; without one, the user opens now and its opening is
-        returned.
+        """Start task `task_id` from its initial state. When the row's `prompt` (as TRL passes it) ends with the
+        user's opening, that is the opening and nothing is returned; otherwise (no prompt, or an empty user turn)
+        the user opens now and its opening is returned, for TRL to put in that turn.
 
         Raises:
             ValueError: No `task_id`.
@@ -286,27 +293,6 @@ class Tau2Environment(UserChat, Environment):
 
     def reward_breakdown(self) -> dict[str, Any] | None:
         return self._breakdown
-
-    # Helpers for rows.
-
-    def _openings(self, tasks: Sequence[Task]) -> dict[str, str]:
-        """Each task's opening, from this environment's user: asked once per process (a model's, several at once)."""
-        key = (self.user, self.data.name, self.data.folder)
-        known = _OPENINGS.setdefault(key, {})
-        missing = [task for task in tasks if task.id not in known]
-        if missing:
-
-            def ask(task: Task) -> str:
-                return self.user.opening(task.scenario(), _chat_history(task.history()))
-
-            with ThreadPoolExecutor(max_workers=8, thread_name_prefix="agent-env-openings") as pool:
-                for task, opening in zip(missing, pool.map(ask, missing), strict=True):
-                    known[task.id] = opening
-        return {task.id: known[task.id] for task in tasks}
-
-
-_OPENINGS: dict[tuple[Any, ...], dict[str, str]] = {}
-"""Openings already asked for, by (user, domain, data folder), then task id."""
 
 
 def tool_text(value: Any) -> str:

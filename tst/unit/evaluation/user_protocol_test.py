@@ -1,0 +1,139 @@
+"""`agent_env/evaluation/_episode.py` under a simulated user's protocol (τ²-bench's), against two scripted servers on
+real sockets, one the agent and one the user: a plain reply goes to the user, the user's answer comes back as a user
+message, the user's ending ends the episode, and what breaks the protocol scores 0."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_env import AgentEnv
+from agent_env.evaluation import Endpoint, Report, evaluate
+from tst.unit.evaluation.scripted import Answer, call, completion, scripted
+
+FAST = {"backoff": 0.001, "max_backoff": 0.01}
+CREATE = call("create_task", {"user_id": "user_1", "title": "Important Meeting"})
+
+
+def agent_that(*replies: Callable[[dict[str, Any]], Answer]) -> Callable[..., Answer]:
+    """An agent whose n-th reply in an episode is the n-th of `replies` (the last one again after that)."""
+
+    def script(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        turn = sum(message["role"] == "assistant" for message in body["messages"])
+        return replies[min(turn, len(replies) - 1)](body)
+
+    return script
+
+
+def user_that_stops(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+    """A user that opens with its request, then says goodbye to whatever the agent says."""
+    if not any(message["role"] == "assistant" for message in body["messages"]):
+        return Answer(completion("Please create a task called Important Meeting for user_1."))
+    return Answer(completion("Great, thank you. ###STOP###"))
+
+
+def run(
+    agent: Callable[..., Answer], user: Callable[..., Answer], tmp_path: Path, **options: Any
+) -> tuple[Report, list[dict[str, Any]], Any, Any]:
+    with scripted(agent) as model, scripted(user, models=("user-sim",)) as simulated:
+        env = AgentEnv.local("tau2-mock", user={"base_url": simulated.url, **FAST})
+        options.setdefault("episodes", 1)
+        report = evaluate(
+            env, Endpoint(model.url, **FAST), split="base", out=tmp_path / "run.jsonl", **options
+        )
+    lines = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    return report, [line for line in lines if line["type"] == "episode"], model, simulated
+
+
+def test_a_plain_reply_goes_to_the_user_and_the_users_goodbye_ends_a_scored_episode(tmp_path):
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=[CREATE])),
+        lambda body: Answer(completion("Done: the task is created.")),
+    )
+    report, [episode], model, simulated = run(agent, user_that_stops, tmp_path)
+    assert episode["ended_by"] == "ended" and episode["ending"] == "the user ended the conversation"
+    assert episode["reward"] == 1.0 and episode["breakdown"]["parts"]["DB"]["reward"] == 1.0
+    roles = [message["role"] for message in episode["transcript"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert episode["transcript"][-1]["content"] == "Great, thank you. ###STOP###"
+    offered = {tool["function"]["name"] for tool in model.requests[0][0]["tools"]}
+    assert "message_user" not in offered and "end_turn" not in offered and "create_task" in offered
+    # The user read the agent's message as its interlocutor's, after its own opening.
+    last = simulated.requests[-1][0]["messages"]
+    assert [(m["role"], m["content"]) for m in last[-2:]] == [
+        ("assistant", "Please create a task called Important Meeting for user_1."),
+        ("user", "Done: the task is created."),
+    ]
+    assert report.summaries[0].ended_by == {"ended": 1}
+
+
+def test_a_reply_with_both_text_and_calls_breaks_the_protocol_and_scores_zero(tmp_path):
+    agent = agent_that(lambda body: Answer(completion("Creating it now.", tool_calls=[CREATE])))
+    _, [episode], _, _ = run(agent, user_that_stops, tmp_path)
+    assert episode["ended_by"] == "agent_error" and episode["reward"] == 0.0
+    assert "both wrote to the user and called tools" in episode["ending"]
+    assert episode["faults"] == {"text_with_calls": 1}
+
+
+def test_an_episode_that_reaches_max_turns_scores_zero_as_neither_side_ended_it(tmp_path):
+    agent = agent_that(lambda body: Answer(completion(tool_calls=[call("get_users", {})])))
+    _, [episode], _, _ = run(agent, user_that_stops, tmp_path, max_turns=3)
+    assert episode["ended_by"] == "max_turns" and episode["reward"] == 0.0
+    assert "neither the agent nor the user ended the conversation" in episode["breakdown"]["note"]
+
+
+def test_a_user_endpoint_that_fails_ends_the_episode_unscored_and_counted(tmp_path):
+    def user(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if not any(message["role"] == "assistant" for message in body["messages"]):
+            return Answer(completion("Please create a task."))
+        return Answer({"error": {"message": "overloaded"}}, status=503)
+
+    agent = agent_that(lambda body: Answer(completion("What title?")))
+    report, [episode], _, _ = run(agent, user, tmp_path)
+    assert episode["ended_by"] == "error" and episode["reward"] is None
+    assert "UserEndpointError" in episode["error"] and "gave up after 4 attempts" in episode["error"]
+    assert episode["faults"] == {"user_endpoint": 1}
+    assert report.summaries[0].failed == 1 and report.summaries[0].faults == {"user_endpoint": 1}
+
+
+def test_trials_play_each_task_again_and_the_summary_gives_pass_k(tmp_path):
+    def agent(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if body["seed"] % 2 and not any(
+            m["role"] == "tool" for m in body["messages"]
+        ):  # odd seeds do nothing
+            return Answer(completion("Bye."))
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return Answer(completion(tool_calls=[CREATE]))
+        return Answer(completion("Done."))
+
+    report, episodes, _, _ = run(agent, user_that_stops, tmp_path, episodes=2, trials=2)
+    assert [episode["episode"] for episode in episodes] == sorted(
+        [
+            "create_task_1",
+            "create_task_1_with_env_assertions",
+            "create_task_1#1",
+            "create_task_1_with_env_assertions#1",
+        ],
+        key=[e["episode"] for e in episodes].index,
+    )
+    rewards = {episode["episode"]: episode["reward"] for episode in episodes}
+    assert rewards == {"create_task_1": 1.0, "create_task_1_with_env_assertions": 0.0, "create_task_1#1": 1.0,
+                       "create_task_1_with_env_assertions#1": 0.0}  # fmt: skip
+    pass_k = report.summaries[0].pass_k
+    assert pass_k[1].value == 0.5 and pass_k[1].n == 2
+    assert pass_k[2].value == 0.5 and pass_k[2].n == 2
+
+
+@pytest.mark.parametrize("trials", [0, -1])
+def test_trials_below_one_are_refused(tmp_path, trials):
+    with pytest.raises(ValueError, match="trials must be at least 1"):
+        evaluate(
+            AgentEnv.local("tau2-mock"),
+            Endpoint("http://127.0.0.1:9/v1"),
+            trials=trials,
+            out=tmp_path / "x.jsonl",
+        )
