@@ -113,7 +113,31 @@ def test_the_check_catches_a_module_no_extra_declares():
     assert any(entry.startswith("hypothesis") for entry in undeclared(modules, ()))
 
 
-@pytest.mark.parametrize("extra", ["trl", "server", "cli", "ray", "eval"])
+def test_a_tau2_episode_with_its_scripted_user_imports_only_what_the_core_declares():
+    code = "from agent_env import AgentEnv\nAgentEnv.local('tau2-mock').open().reset(task_id='create_task_1')"
+    modules = imported_top_level_modules(code)
+    assert "openai" not in modules and not modules & set(HEAVY)
+    assert undeclared(modules, ()) == set()
+
+
+def test_a_model_played_user_imports_only_what_the_llm_extra_declares():
+    code = textwrap.dedent(
+        """
+        from agent_env.users import LLMUser, Scenario
+        from agent_env.users import Chat, ChatMessage
+        user = LLMUser.from_settings({"base_url": "http://127.0.0.1:9/v1", "model": "m", "max_retries": 0})
+        try:
+            user.reply(Chat(Scenario("x"), [ChatMessage("agent", "hi")]))
+        except Exception:
+            pass
+        """
+    )
+    modules = imported_top_level_modules(code)
+    assert "openai" in modules and not modules & {"torch", "trl", "transformers", "mcp"}
+    assert undeclared(modules, ("llm",)) == set()
+
+
+@pytest.mark.parametrize("extra", ["trl", "server", "cli", "ray", "llm", "eval"])
 def test_every_extra_is_declared(extra):
     markers = [Requirement(text).marker for text in requires("agent-env") or []]
     assert any(marker is not None and marker.evaluate({"extra": extra}) for marker in markers)

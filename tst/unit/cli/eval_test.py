@@ -238,3 +238,31 @@ def test_a_plot_is_written_in_the_format_its_suffix_names(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "rewards.pdf").read_bytes().startswith(b"%PDF")
     assert result.stdout.splitlines()[0].endswith(f"split test: 1 episode ({tmp_path / 'r.jsonl'})")
+
+
+def test_tau2_runs_the_official_protocol_with_the_users_own_endpoint_and_pass_k(tmp_path):
+    from tst.unit.evaluation.user_protocol_test import CREATE, user_that_stops
+
+    def agent(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        done = any(message["role"] == "tool" for message in body["messages"])
+        return Answer(completion("The task is created.") if done else completion(tool_calls=[CREATE]))
+
+    out = tmp_path / "tau2.jsonl"
+    with scripted(agent) as model, scripted(user_that_stops, models=("user-sim",)) as user:
+        result = invoke(
+            "tau2-mock", "--split", "base", "--episodes", "1", "--trials", "3", "--base-url", model.url,
+            "--user-base-url", user.url, "--user-model", "user-sim", "--user-api-key-env", "USER_KEY",
+            "--out", str(out),
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "pass^3 (tasks)" in result.stdout and "ended 3" in result.stdout
+    assert {body["model"] for body, _ in user.requests} == {"user-sim"}
+    episodes = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    assert [episode["reward"] for episode in episodes] == [1.0, 1.0, 1.0]
+    assert episodes[0]["breakdown"]["ended"] == "the user ended the conversation"
+
+
+def test_user_options_for_an_environment_without_a_user_are_refused(tmp_path):
+    result = invoke(TOY, "--user-base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "x.jsonl"))
+    assert result.exit_code == 2
+    assert "has no simulated user (it publishes no message_user tool)" in result.output

@@ -1,0 +1,148 @@
+"""What a τ²-bench episode costs: reset latency and memory per live episode over the shared base, beside a naive
+reload (parse the domain's db.json into its model for every episode, as a fresh tau2-bench environment does).
+
+For each domain (airline: 7 MB of JSON; retail), in one process and one run:
+- reset p50/p99 over every task of the base split, cycled (each reset builds the task's initial state);
+- memory per live episode: N episodes held open at once, each reset and then played through its task's reference
+  actions (the writes a good agent makes), measured with tracemalloc as the growth over the shared base, divided
+  by N; and the same for N naive episodes, each holding its own parsed copy of the database;
+- the naive reload's p50, and the ratio.
+Targets: reset p50 <= 5 ms, <= 1 MiB per live episode. Needs the domain's data (AGENT_ENV_TAU2_DATA or the cache).
+
+Run: PYTHONPATH=. uv run python bench/tau2_episodes.py [--domains airline retail] [--live 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import statistics
+import time
+import tracemalloc
+from typing import Any
+
+from agent_env.envs import load_environment
+from agent_env.session import LocalSession
+
+TARGET_RESET_MS, TARGET_MIB = 5.0, 1.0
+MIB = 1 << 20
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def reset_times(session: LocalSession, task_ids: list[str], resets: int) -> list[float]:
+    times = []
+    for task_id in itertools.islice(itertools.cycle(task_ids), resets):
+        start = time.perf_counter()
+        session.reset(task_id=task_id)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def play_reference(session: LocalSession) -> None:
+    """The task's reference actions, as an agent that solves it would call them (refusals included)."""
+    task = session.environment.task
+    for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
+        try:
+            session.call_tool(action.name, action.arguments)
+        except Exception:
+            pass
+
+
+def live_memory(environment: type, task_ids: list[str], live: int) -> float:
+    """Bytes per live episode beyond the shared base: `live` episodes reset and played, all held at once."""
+    environment()  # the base is loaded (and shared) before measuring
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    held = []
+    for task_id in itertools.islice(itertools.cycle(task_ids), live):
+        session = LocalSession(environment())
+        session.reset(task_id=task_id)
+        play_reference(session)
+        held.append(session)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del held
+    return (after - before) / live
+
+
+def naive(environment: type, live: int) -> tuple[list[float], float]:
+    """A reload per episode: parse db.json into the domain's model; its times (ms) and bytes per held copy."""
+    probe = environment()
+    path, model = probe.data.folder / "db.json", environment.base_model
+    times = []
+    for _ in range(8):
+        start = time.perf_counter()
+        model.model_validate_json(path.read_bytes())
+        times.append((time.perf_counter() - start) * 1000)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    held = [model.model_validate_json(path.read_bytes()) for _ in range(max(2, live // 50))]
+    per_copy = (tracemalloc.get_traced_memory()[0] - before) / len(held)
+    tracemalloc.stop()
+    del held
+    return times, per_copy
+
+
+def measure(domain: str, live: int, resets: int) -> dict[str, Any]:
+    environment = load_environment(f"tau2-{domain}")
+    start = time.perf_counter()
+    first = environment()
+    load_s = time.perf_counter() - start
+    task_ids = [task.id for task in first.data.split("base")]
+    session = LocalSession(first)
+    reset_times(session, task_ids, len(task_ids))  # warm: each task's initial state and reference seen once
+    times = reset_times(session, task_ids, resets)
+    per_episode = live_memory(environment, task_ids, live)
+    naive_times, naive_bytes = naive(environment, live)
+    return {
+        "domain": domain,
+        "load_s": load_s,
+        "reset_p50": statistics.median(times),
+        "reset_p99": percentile(times, 0.99),
+        "per_episode": per_episode,
+        "naive_p50": statistics.median(naive_times),
+        "naive_bytes": naive_bytes,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domains", nargs="+", default=["airline", "retail"])
+    parser.add_argument(
+        "--live", type=int, default=200, help="episodes held open at once for the memory figure"
+    )
+    parser.add_argument("--resets", type=int, default=2000)
+    args = parser.parse_args()
+    for domain in args.domains:
+        found = measure(domain, args.live, args.resets)
+        reset_ok = (
+            "ok" if found["reset_p50"] <= TARGET_RESET_MS else f"ABOVE the target of {TARGET_RESET_MS} ms"
+        )
+        memory_ok = (
+            "ok" if found["per_episode"] <= TARGET_MIB * MIB else f"ABOVE the target of {TARGET_MIB} MiB"
+        )
+        print(
+            f"== tau2-{domain}: base loaded once in {found['load_s']:.2f} s (parsed, shared by every episode)"
+        )
+        print(
+            f"reset: p50 {found['reset_p50']:.3f} ms, p99 {found['reset_p99']:.3f} ms over {args.resets} resets "
+            f"({reset_ok}); a naive reload: p50 {found['naive_p50']:.1f} ms, "
+            f"{found['naive_p50'] / found['reset_p50']:,.0f}x slower"
+        )
+        print(
+            f"memory per live episode (reset and its reference actions played, {args.live} held at once): "
+            f"{found['per_episode'] / 1024:.1f} KiB ({memory_ok}); a naive reload holds "
+            f"{found['naive_bytes'] / MIB:.1f} MiB each, {found['naive_bytes'] / max(found['per_episode'], 1):,.0f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()
