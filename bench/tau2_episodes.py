@@ -15,6 +15,7 @@ Run: PYTHONPATH=. uv run python bench/tau2_episodes.py [--domains airline retail
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import itertools
 import statistics
@@ -47,10 +48,8 @@ def play_reference(session: LocalSession) -> None:
     """The task's reference actions, as an agent that solves it would call them (refusals included)."""
     task = session.environment.task
     for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
-        try:
+        with contextlib.suppress(Exception):
             session.call_tool(action.name, action.arguments)
-        except Exception:
-            pass
 
 
 def live_memory(environment: type, task_ids: list[str], live: int) -> float:
