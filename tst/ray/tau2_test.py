@@ -1,0 +1,45 @@
+"""τ²-bench on a Ray pool: the environment travels by name with its user's settings, episodes end when the user
+says so on the actor that holds them, and the breakdown and the refusals come back as in process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError
+from agent_env.users import USER_CHANNEL, ScriptedUser
+
+USER = ScriptedUser(["Please mark task_1 completed."], then="Thanks. ###STOP###")
+
+
+@pytest.fixture(scope="module")
+def env(ray_cluster: str) -> Iterator[AgentEnv]:
+    env = AgentEnv.ray("tau2-mock", actors=1, pool="tau2", user=USER)
+    yield env
+    env.provider.shutdown()
+
+
+def test_an_episode_on_an_actor_ends_when_the_user_says_so_and_is_scored_with_its_breakdown(env):
+    with env.open() as session:
+        assert session.reset(task_id="update_task_1") == "Please mark task_1 completed."
+        session.call_tool("update_task_status", {"task_id": "task_1", "status": "completed"})
+        assert session.call_tool(USER_CHANNEL, {"message": "Done."}) == "Thanks. ###STOP###"
+        assert session.ended() == "the user ended the conversation"
+        with pytest.raises(EpisodeEndedError):
+            session.call_tool("get_users", {})
+        score = session.score()
+    assert score.reward == 1.0 and score.breakdown["parts"]["DB"]["reward"] == 1.0
+
+
+def test_a_malformed_call_on_an_actor_is_refused_naming_its_path(env):
+    with env.open() as session:
+        session.reset(task_id="update_task_1")
+        with pytest.raises(ToolArgumentError, match='- status: expected one of "pending", "completed"'):
+            session.call_tool("update_task_status", {"task_id": "task_1", "status": "finished"})
+
+
+def test_the_rows_come_from_the_environment_in_this_process(env):
+    assert env.provider.dataset_rows("base") == AgentEnv.local("tau2-mock", user=USER).provider.dataset_rows(
+        "base"
+    )

@@ -1,0 +1,73 @@
+"""τ²-bench episodes wherever episodes run: served over HTTP (the control API, and OpenEnv's /ws) and on Ray (in
+tst/ray/tau2_test.py), a real socket each. The user's ending ends the episode on the far side too, the breakdown
+crosses the wire, and a malformed call is refused naming its path, as in process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError
+from agent_env.session import Provider
+from agent_env.users import USER_CHANNEL, ScriptedUser
+
+USER = ScriptedUser(["Please mark task_1 completed."], then="Thanks. ###STOP###")
+
+
+@pytest.fixture(scope="module", params=["served", "openenv"])
+def provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
+    pytest.importorskip("uvicorn", reason="the server extra is not installed")
+    from agent_env.envs.tau2.mock import Tau2Mock
+    from agent_env.openenv import OpenEnvProvider
+    from agent_env.server.app import build_app
+    from agent_env.server.client import RemoteProvider
+    from tst.unit.server.running import running
+
+    with running(build_app(Tau2Mock, user=USER, openenv_prefix="/openenv")) as url:
+        yield RemoteProvider(url) if request.param == "served" else OpenEnvProvider(f"{url}/openenv")
+
+
+def play(session: Any) -> None:
+    session.reset(
+        task_id="update_task_1", prompt=[{"role": "user", "content": "Please mark task_1 completed."}]
+    )
+    session.call_tool("update_task_status", {"task_id": "task_1", "status": "completed"})
+    assert session.ended() is None
+    assert session.call_tool(USER_CHANNEL, {"message": "Done."}) == "Thanks. ###STOP###"
+
+
+def test_a_served_episode_ends_when_the_user_says_so_and_is_scored_with_its_breakdown(provider):
+    with provider.open() as session:
+        play(session)
+        assert session.ended() is not None
+        with pytest.raises(EpisodeEndedError):
+            session.call_tool("get_users", {})
+        score = session.score()
+    assert score.reward == 1.0
+    if type(provider).__name__ == "RemoteProvider":  # OpenEnv's wire carries a reward, not its parts
+        assert score.breakdown is not None and score.breakdown["ended"] == "the user ended the conversation"
+
+
+def test_a_malformed_call_is_refused_naming_its_path_wherever_it_runs(provider):
+    local = AgentEnv.local("tau2-mock", user=USER).open()
+    with provider.open() as session:
+        for opened in (session, local):
+            opened.reset(task_id="update_task_1")
+        refused = []
+        for opened in (session, local):
+            with pytest.raises(ToolArgumentError) as raised:
+                opened.call_tool("update_task_status", {"task_id": "task_1", "status": "finished"})
+            refused.append(str(raised.value))
+    local.close()
+    assert refused[0] == refused[1]
+    assert '- status: expected one of "pending", "completed"; got "finished"' in refused[0]
+
+
+def test_served_rows_are_the_environments_rows(provider):
+    if type(provider).__name__ != "RemoteProvider":
+        pytest.skip("OpenEnv's wire carries no datasets")
+    assert provider.dataset_rows("base") == AgentEnv.local("tau2-mock", user=USER).provider.dataset_rows(
+        "base"
+    )
