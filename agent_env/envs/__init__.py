@@ -10,6 +10,7 @@ from agent_env.environment import Environment, EnvironmentReference, environment
 
 ENVIRONMENTS = {
     "gridsim-desk": "agent_env.envs.gridsim.desk:GridSimDesk",
+    "tau2-airline": "agent_env.envs.tau2.airline:Tau2Airline",
     "tau2-mock": "agent_env.envs.tau2.mock:Tau2Mock",
 }
 """Built-in environment names and where each class lives."""

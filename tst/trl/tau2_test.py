@@ -1,0 +1,58 @@
+"""A real GRPOTrainer step on τ²-bench's airline domain with the scripted user: the model sees the full nested schemas,
+reaches the user through `message_user` (whose reply, a tool result, TRL masks from the loss), and the reward TRL logs
+is the environment's, as tau2-bench scores the episode."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_env import AgentEnv
+from agent_env.training._render_check import expected_rendering, tojson
+from agent_env.users import USER_CHANNEL
+from tst.trl.conftest import grpo_config
+
+
+def call(name: str, arguments: dict) -> str:
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call><|im_end|>"
+
+
+def reply(index: int, prompt: str) -> str:
+    """First ask the user, then (having read the reply) say goodbye."""
+    if "<tool_response>" in prompt:
+        return "Thank you, goodbye.<|im_end|>"
+    return call(USER_CHANNEL, {"message": "Could you give me your user id, please?"})
+
+
+def test_a_grpo_step_on_tau2_airline_talks_to_the_user_through_a_tool_and_scores_as_tau2_bench(
+    tiny_model, tokenizer, tmp_path, scripted_generation
+):
+    from trl import GRPOTrainer
+
+    env = AgentEnv.local("tau2-airline")
+    dataset = env.dataset("train").select(range(2))
+    assert dataset[0]["prompt"][0]["role"] == "system" and "<policy>" in dataset[0]["prompt"][0]["content"]
+    trainer = GRPOTrainer(
+        model=tiny_model,
+        processing_class=tokenizer,
+        args=grpo_config(tmp_path, max_completion_length=256, max_tool_calling_iterations=2),
+        train_dataset=dataset,
+        environment_factory=env.factory,
+    )
+    script = scripted_generation(trainer, reply)
+    trainer.train()
+
+    first = script.prompts[0]
+    book = next(tool for tool in env.tools() if tool["name"] == "book_reservation")
+    assert tojson(expected_rendering(book)) in first  # the nested arrays of objects, as published
+    assert '"enum": ["basic_economy", "economy", "business"]' in first  # the cabin, an enum
+    answered = [prompt for prompt in script.prompts if "<tool_response>" in prompt]
+    assert answered and "Yes, please go ahead." in answered[0]  # the scripted user's reply, as a tool result
+
+    episodes = [environment._session.environment for environment in trainer.environments]
+    assert all(episode.chat.messages[-2].text == "Could you give me your user id, please?" for episode in episodes)
+    rewards = [environment._session.score().reward for environment in trainer.environments]
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/Tau2Airline/mean"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-4)
+    assert logged["tools/failure_frequency"] == 0.0
