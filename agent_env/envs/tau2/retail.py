@@ -236,9 +236,8 @@ class Tau2Retail(Tau2Environment):
                 raise ToolError(f"Number of {item_id} not found.")
         if len(item_ids) != len(new_item_ids):
             raise ToolError("The number of items to be exchanged should match.")
-        difference: float = (
-            0  # an int until an item is priced, as upstream's: an empty exchange stores 0, not 0.0
-        )
+        # An int until an item is priced, as upstream's: an empty exchange stores 0, not 0.0.
+        difference: float = 0
         for item_id, new_item_id in zip(item_ids, new_item_ids, strict=True):
             item = next((item for item in order.items if item.item_id == item_id), None)
             if item is None:
