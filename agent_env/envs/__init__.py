@@ -12,6 +12,7 @@ ENVIRONMENTS = {
     "gridsim-desk": "agent_env.envs.gridsim.desk:GridSimDesk",
     "tau2-airline": "agent_env.envs.tau2.airline:Tau2Airline",
     "tau2-mock": "agent_env.envs.tau2.mock:Tau2Mock",
+    "tau2-retail": "agent_env.envs.tau2.retail:Tau2Retail",
 }
 """Built-in environment names and where each class lives."""
 

@@ -51,7 +51,9 @@ def test_a_grpo_step_on_tau2_airline_talks_to_the_user_through_a_tool_and_scores
     assert answered and "Yes, please go ahead." in answered[0]  # the scripted user's reply, as a tool result
 
     episodes = [environment._session.environment for environment in trainer.environments]
-    assert all(episode.chat.messages[-2].text == "Could you give me your user id, please?" for episode in episodes)
+    assert all(
+        episode.chat.messages[-2].text == "Could you give me your user id, please?" for episode in episodes
+    )
     rewards = [environment._session.score().reward for environment in trainer.environments]
     logged = trainer.state.log_history[0]
     assert logged["rewards/Tau2Airline/mean"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-4)

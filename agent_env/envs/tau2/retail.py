@@ -18,12 +18,12 @@ Where they differ, on purpose:
 
 from __future__ import annotations
 
-import ast
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
+from agent_env.envs.tau2.calculator import calculate
 from agent_env.envs.tau2.environment import Tau2Environment, tool_text
 from agent_env.envs.tau2.retail_db import (
     Address,
@@ -89,12 +89,6 @@ State = Annotated[str, Field(description="The state's two-letter code, such as '
 Country = Annotated[str, Field(description="The country, such as 'USA'")]
 Zip = Annotated[str, Field(description="The five-digit zip code, as text, such as '12345'")]
 
-CALCULATOR_CHARACTERS = "0123456789+-*/(). "
-"""What an expression for `calculate` may hold."""
-MAX_POWER_BITS = 100_000
-"""The largest integer power `calculate` works out, in bits (about 30,000 digits; a float holds about 1,024 bits)."""
-_POWER = "_power"
-
 
 class Tau2Retail(Tau2Environment):
     """τ²-bench retail: authenticate the customer, then help with their orders, returns, exchanges and address, as
@@ -114,12 +108,7 @@ class Tau2Retail(Tau2Environment):
         Args:
             expression: The expression, such as '(49.99 - 35.5) * 2': numbers, + - * /, parentheses and spaces, nothing else.
         """
-        if not all(character in CALCULATOR_CHARACTERS for character in expression):
-            raise ToolError("Invalid characters in expression")
-        try:
-            return str(round(float(_evaluate(expression)), 2))
-        except Exception as error:
-            raise ToolError(str(error)) from None
+        return calculate(expression)
 
     @tool
     def find_user_id_by_email(self, email: str) -> str:
@@ -463,48 +452,3 @@ class Tau2Retail(Tau2Environment):
         card = self.db.users.edit(user_id).payment_methods[payment_method_id]
         assert isinstance(card, GiftCard)
         return card
-
-
-def _evaluate(expression: str) -> Any:
-    """`expression`'s value as Python's `eval` gives it (no names, no builtins), with the same errors, except that an
-    integer power past `MAX_POWER_BITS` bits raises `OverflowError` rather than take the process's time and memory."""
-    source = expression.lstrip(" \t")  # as eval strips a string's leading spaces and tabs
-    compile(source, "<string>", "eval", dont_inherit=True)  # the errors of compiling it, exactly as eval's
-    tree = _guard_powers(ast.parse(source, "<string>", "eval"))
-    return eval(
-        compile(tree, "<string>", "eval", dont_inherit=True), {"__builtins__": None}, {_POWER: _power}
-    )
-
-
-def _guard_powers(tree: ast.Expression) -> ast.Expression:
-    """`tree` with every `a ** b` made a call of `_power(a, b)`; iterative, so no depth that compiles is too deep."""
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        for name, value in ast.iter_fields(node):
-            if isinstance(value, ast.AST):
-                setattr(node, name, _guarded(value))
-                stack.append(getattr(node, name))
-            elif isinstance(value, list):
-                value[:] = [_guarded(item) if isinstance(item, ast.AST) else item for item in value]
-                stack.extend(item for item in value if isinstance(item, ast.AST))
-    return tree
-
-
-def _guarded(node: ast.AST) -> ast.AST:
-    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow)):
-        return node
-    function = ast.copy_location(ast.Name(id=_POWER, ctx=ast.Load()), node)
-    return ast.copy_location(ast.Call(func=function, args=[node.left, node.right], keywords=[]), node)
-
-
-def _power(base: Any, exponent: Any) -> Any:
-    """`base ** exponent`, unless both are integers and the result would exceed `MAX_POWER_BITS` bits."""
-    if (
-        type(base) is int
-        and type(exponent) is int
-        and exponent > 0
-        and (abs(base).bit_length() - 1) * exponent > MAX_POWER_BITS
-    ):
-        raise OverflowError(f"power too large to calculate: its result would exceed {MAX_POWER_BITS} bits")
-    return base**exponent

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from agent_env.envs.tau2.airline import MAX_INTEGER_BITS, NOW, Tau2Airline, calculate
+from agent_env.envs.tau2.airline import NOW, Tau2Airline
 from agent_env.envs.tau2.airline_db import AirlineDB, AirlineStore, AvailableDate, GiftCard
+from agent_env.envs.tau2.calculator import MAX_INTEGER_BITS, calculate
 from agent_env.envs.tau2.data import domain_folder
 from agent_env.envs.tau2.tasks import Task
 from agent_env.errors import AgentEnvError, EpisodeEndedError, ToolArgumentError, ToolError
