@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from agent_env.envs.tau2.environment import Tau2Environment, UserSide
+from agent_env.envs.tau2.environment import Tau2Environment, UserSide, tool_text
 from agent_env.envs.tau2.store import Store, Table
 from agent_env.errors import ToolError
 from agent_env.tools import tool
@@ -60,9 +60,9 @@ class Inbox(UserSide):
     db: InboxStore
 
     @tool
-    def check_notifications(self) -> list[Notification]:
+    def check_notifications(self) -> str:
         """List every notification in your inbox."""
-        return list(self.db.notifications.values())
+        return tool_text(list(self.db.notifications.values()))
 
     @tool
     def dismiss_notification(self, notification_id: str) -> str:
@@ -109,7 +109,7 @@ class Tau2Mock(Tau2Environment):
         user_id: str,
         title: str,
         description: Annotated[str | None, Field(description="What the task is about (optional)")] = None,
-    ) -> TaskItem:
+    ) -> str:
         """Create a task for a user; it starts pending.
 
         Args:
@@ -122,15 +122,15 @@ class Tau2Mock(Tau2Environment):
         task = TaskItem(task_id=task_id, title=title, description=description, status="pending")
         self.db.tasks.insert(task_id, task)
         self.db.users.edit(user_id).tasks.append(task_id)
-        return task
+        return tool_text(task)
 
     @tool
-    def get_users(self) -> list[Member]:
+    def get_users(self) -> str:
         """List every user, with the ids of their tasks."""
-        return list(self.db.users.values())
+        return tool_text(list(self.db.users.values()))
 
     @tool
-    def update_task_status(self, task_id: str, status: TaskStatus) -> TaskItem:
+    def update_task_status(self, task_id: str, status: TaskStatus) -> str:
         """Set a task's status.
 
         Args:
@@ -141,7 +141,7 @@ class Tau2Mock(Tau2Environment):
             raise ToolError(f"Task {task_id} not found")
         task = self.db.tasks.edit(task_id)
         task.status = status
-        return task
+        return tool_text(task)
 
     @tool
     def transfer_to_human_agents(self, summary: str) -> str:

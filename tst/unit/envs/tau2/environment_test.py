@@ -178,3 +178,17 @@ def test_the_user_side_tools_act_on_the_users_own_database(rows):
         "ACTION": 1.0,
         "ENV_ASSERTION": 1.0,
     }
+
+
+def test_a_live_call_reads_as_its_replay_does_in_upstreams_words(rows):
+    arguments = {"user_id": "user_1", "title": "Important Meeting"}
+    with mock().open() as session:
+        session.reset(**row(rows, "create_task_1"))
+        live = session.call_tool("create_task", arguments)
+    replayed = Tau2Mock()
+    replayed.initial_state(replayed.data.task("create_task_1"))
+    assert live == replayed.replay("create_task", arguments, "assistant").result
+    assert (
+        live
+        == '{"task_id": "task_2", "title": "Important Meeting", "description": null, "status": "pending"}'
+    )
