@@ -49,10 +49,10 @@ def main() -> None:
     args = parser.parse_args()
     with (
         scripted(agent) as model,
-        scripted(user, models=("user",), record=False) as simulated,
+        scripted(user, models=("user",)) as simulated,
         tempfile.TemporaryDirectory() as folder,
     ):
-        model.record = False
+        model.record = simulated.record = False
         env = AgentEnv.local("tau2-airline", user={"base_url": simulated.url, "model": "user"})
         out = Path(folder) / "run.jsonl"
         start = time.perf_counter()
