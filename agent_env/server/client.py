@@ -22,6 +22,7 @@ from urllib.parse import quote, urlencode
 import httpx
 
 from agent_env.errors import SessionClosedError
+from agent_env.server._connections import ConnectionPool
 from agent_env.server._row_references import (
     INLINE_ROW_BYTES,
     ROW_PARAMETER,
@@ -43,6 +44,11 @@ from agent_env.server.errors import (
 from agent_env.session import Session
 
 logger = logging.getLogger("agent_env.server")
+
+MAX_CONNECTIONS = 100
+"""The most connections one provider opens to its server in one process; requests past that wait their turn."""
+KEEPALIVE_EXPIRY = 5.0
+"""Seconds an idle connection is kept for the next request."""
 
 NO_BODY: Any = object()
 """`RemoteProvider.request`'s body when the request has none (None is sent as JSON's `null`)."""
@@ -162,6 +168,13 @@ class RemoteProvider:
                 f"{action}: cannot reach the agent_env server at {self.url} ({error or type(error).__name__}); "
                 "is `agent-env serve` running there?"
             ) from None
+        except httpx.PoolTimeout:
+            raise CallTimeoutError(
+                f"{action}: no answer from the agent_env server at {self.url} within "
+                f"{timeout if timeout is not None else self.timeout:g} s: all {MAX_CONNECTIONS} of this process's "
+                "connections to it were busy with other calls that long (the server is slower than the calls "
+                "come: give it fewer at once, or more time with a larger timeout)"
+            ) from None
         except httpx.TimeoutException:
             raise CallTimeoutError(
                 f"{action}: no answer from the agent_env server at {self.url} within "
@@ -190,7 +203,11 @@ class RemoteProvider:
                     headers = (
                         {b"Authorization": f"Bearer {self.token}".encode()} if self.token is not None else {}
                     )
-                    self._client = httpx.Client(timeout=httpx.Timeout(self.timeout), headers=headers)
+                    self._client = httpx.Client(
+                        timeout=httpx.Timeout(self.timeout),
+                        headers=headers,
+                        transport=ConnectionPool(MAX_CONNECTIONS, KEEPALIVE_EXPIRY),
+                    )
                     self._client_pid = os.getpid()
                 client = self._client
         return client
