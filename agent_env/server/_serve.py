@@ -29,6 +29,10 @@ DEFAULT_PORT = 8000
 DEFAULT_HEADER_TIMEOUT = 10.0
 GRACEFUL_SHUTDOWN = 5
 """Seconds requests still in flight get to finish when the server is asked to stop."""
+KEEP_ALIVE = 20
+"""Seconds an idle connection is kept open for its client's next request: well past the 5 s for which
+`AgentEnv.connect`'s client reuses one, so that the server never closes a connection just as the client sends a
+request on it (uvicorn's own 5 s equals the client's, and lost a reset in 4,096 episodes so)."""
 
 
 def serve(
@@ -132,9 +136,9 @@ def announcement(
 
 
 def uvicorn_options(header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> dict[str, Any]:
-    """How `serve` runs an app under uvicorn: its lifespan on, 5 s for requests in flight at shutdown, uvicorn's
-    h11 protocol with a deadline for request headers (uvicorn has none), and its WebSocket protocol ending a
-    refused handshake without logging an error."""
+    """How `serve` runs an app under uvicorn: its lifespan on, 5 s for requests in flight at shutdown, idle
+    connections kept `KEEP_ALIVE` seconds, uvicorn's h11 protocol with a deadline for request headers (uvicorn has
+    none), and its WebSocket protocol ending a refused handshake without logging an error."""
     from agent_env.server._protocol import websocket_protocol, with_header_timeout
 
     if not (math.isfinite(header_timeout) and header_timeout > 0):
@@ -144,6 +148,7 @@ def uvicorn_options(header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> dict[str,
     return {
         "lifespan": "on",
         "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN,
+        "timeout_keep_alive": KEEP_ALIVE,
         "http": with_header_timeout(header_timeout),
         "ws": websocket_protocol(),
     }

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from agent_env.server.app import build_app
+from agent_env.server.client import KEEPALIVE_EXPIRY
 
 from .running import running
 from .toy import ToyDesk
@@ -144,3 +145,19 @@ def test_a_handshake_to_a_host_the_server_does_not_answer_to_is_denied_with_421_
         time.sleep(0.2)
     assert answer.startswith(b"HTTP/1.1 421 ")
     assert [record.getMessage() for record in records if record.levelno >= logging.ERROR] == []
+
+
+def test_a_connection_idle_as_long_as_the_client_keeps_one_is_still_open():
+    """The server keeps an idle connection past the time `AgentEnv.connect`'s client reuses one: were they equal
+    (uvicorn's 5 s), the server could close it just as the client sends a request on it, and lose the request."""
+    request = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    with running(build_app(ToyDesk)) as url, connect(url) as sock:
+        for pause in (0, KEEPALIVE_EXPIRY + 0.5):
+            time.sleep(pause)
+            sock.sendall(request)
+            answer = b""
+            while not answer.endswith(b"}"):  # the health answer's JSON ends the response
+                chunk = sock.recv(65536)
+                assert chunk, f"the server closed the connection after {pause:g} s idle"
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200 ")
