@@ -47,7 +47,9 @@ class Refusal:
 def judge_headers(scope: Scope, limits: Limits, open_paths: Collection[str] = OPEN_PATHS) -> Refusal | None:
     """Why a request must be refused on its headers alone, or None to let it in.
 
-    In order: a Host the server does not answer to (421); a browser `Origin` it does not allow (403); no bearer
+    In order: a body framed two ways, by both Content-Length and Transfer-Encoding (400, and the connection is
+    closed: a proxy in front may have read it the other way, which is how requests are smuggled; httptools refuses
+    it before the app sees it, h11 reads it as chunked); a Host the server does not answer to (421); a browser `Origin` it does not allow (403); no bearer
     token, or the wrong one, on a path that needs it (401); and for an HTTP request that has a body (or says what
     its body is), a Content-Type other than `application/json` (415), which also keeps out the forms and
     `text/plain` posts that a web page can send anywhere without asking.
@@ -58,6 +60,12 @@ def judge_headers(scope: Scope, limits: Limits, open_paths: Collection[str] = OP
         open_paths: Paths answered without the token.
     """
     headers = Headers(scope=scope)
+    if scope["type"] == "http" and "transfer-encoding" in headers and "content-length" in headers:
+        message = (
+            "the request gives both Content-Length and Transfer-Encoding, so its body could be read two ways; "
+            "send one of them"
+        )
+        return Refusal(InvalidRequestError(message), 400, {"Connection": "close"})
     host = headers.get("host")
     if limits.allowed_hosts is not None and not host_allowed(host, limits.allowed_hosts):
         allowed = ", ".join(limits.allowed_hosts)

@@ -12,10 +12,10 @@ import httpx
 import pytest
 
 from agent_env.server import CallTimeoutError, RemoteProvider
+from agent_env.server import client as client_module
 from agent_env.server._connections import ConnectionPool
 from agent_env.server._protocol import with_header_timeout
 from agent_env.server.app import build_app
-from agent_env.server import client as client_module
 from agent_env.server.client import MAX_CONNECTIONS
 
 from .running import running
@@ -33,7 +33,7 @@ class _Counted:
 
     def protocol(self) -> type:
         counter = self
-        base = with_header_timeout(10.0)
+        base = with_header_timeout(10.0)  # the parser `serve` runs here
 
         def connection_made(self: Any, transport: Any) -> None:
             with counter.lock:
@@ -47,7 +47,7 @@ class _Counted:
 def counted_toy() -> Iterator[tuple[Any, str, _Counted]]:
     counted = _Counted()
     app = build_app(ToyDesk, max_episodes=2 * THREADS, call_timeout=30)
-    with running(app, http=counted.protocol()) as url:
+    with running(app, protocol=counted.protocol()) as url:
         yield app, url, counted
 
 
