@@ -27,6 +27,10 @@ logger = logging.getLogger("agent_env.server")
 
 MCP_SESSION_HEADER = "mcp-session-id"
 
+BODY = "agent_env.body"
+"""The scope key under which the request guard leaves the body it has read in full (bytes), so that a route need not
+read it again from `receive` (which replays it too)."""
+
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -123,7 +127,7 @@ class ControlApi:
         reference = request.query_params.get(ROW_PARAMETER)
         if reference is None:
             return await json_object(request, "a dataset row")
-        if (await request.body()).strip():
+        if (await body_of(request)).strip():
             raise InvalidRequestError(
                 f"send the dataset row in the body, or name a row this server served with ?{ROW_PARAMETER}=, not both"
             )
@@ -147,9 +151,15 @@ class ControlApi:
         return Response(status_code=204)
 
 
+async def body_of(request: Request) -> bytes:
+    """The request's body: as the guard left it, or read."""
+    body = request.scope.get(BODY)
+    return body if isinstance(body, bytes) else await request.body()
+
+
 async def json_value(request: Request, what: str) -> Any:
     """The request body as a JSON value; an empty body is `{}`."""
-    body = await request.body()
+    body = await body_of(request)
     if not body.strip():
         return {}
     try:
