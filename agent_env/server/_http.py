@@ -13,13 +13,14 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute
 
 from agent_env.errors import AgentEnvError
 from agent_env.schema._validator import short
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._json import NotJsonError, parse_json
+from agent_env.server._routes import ControlRoutes
 from agent_env.server._row_references import ROW_PARAMETER, SPLIT_PARAMETER
 from agent_env.server.errors import InvalidRequestError, ServerError, http_status
 
@@ -76,17 +77,21 @@ class ControlApi:
         listing = {"environment": episodes.environment.__name__, "tools": episodes.tools()}
         self._tool_listing = json.dumps(listing, ensure_ascii=False, separators=(",", ":")).encode()
 
-    def routes(self) -> list[Route]:
+    def routes(self) -> list[BaseRoute]:
         """The routes, each answering errors in the wire form."""
         return [
-            Route("/health", answered(self.health), methods=["GET"]),
-            Route("/tools", answered(self.tools), methods=["GET"]),
-            Route("/datasets/{split}", answered(self.dataset), methods=["GET"]),
-            Route("/episodes", answered(self.open), methods=["POST"]),
-            Route("/episodes/{episode_id}", answered(self.close), methods=["DELETE"]),
-            Route("/episodes/{episode_id}/reset", answered(self.reset), methods=["POST"]),
-            Route("/episodes/{episode_id}/tools/{name:path}", answered(self.call), methods=["POST"]),
-            Route("/episodes/{episode_id}/reward", answered(self.reward), methods=["POST"]),
+            ControlRoutes(
+                {
+                    ("POST", "/episodes/{episode_id}/tools/{name:path}"): answered(self.call),
+                    ("POST", "/episodes/{episode_id}/reset"): answered(self.reset),
+                    ("POST", "/episodes/{episode_id}/reward"): answered(self.reward),
+                    ("POST", "/episodes"): answered(self.open),
+                    ("DELETE", "/episodes/{episode_id}"): answered(self.close),
+                    ("GET", "/health"): answered(self.health),
+                    ("GET", "/tools"): answered(self.tools),
+                    ("GET", "/datasets/{split}"): answered(self.dataset),
+                }
+            )
         ]
 
     async def health(self, request: Request) -> Response:
