@@ -87,7 +87,9 @@ def serve(
     logger.info(
         "%s", announcement(environment_class, host, port, openenv_prefix=options.get("openenv_prefix"))
     )
-    logger.info("agent_env: HTTP parsed by %s, on %s's event loop", running["http"].parser_name, running["loop"])
+    logger.info(
+        "agent_env: HTTP parsed by %s, on %s's event loop", running["http"].parser_name, running["loop"]
+    )
     # ws_max_size: a larger WebSocket message (OpenEnv's /ws) is refused with 1009 before it is held in memory
     uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_body_bytes, **running)
 
