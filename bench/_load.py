@@ -188,18 +188,19 @@ class Share:
     seconds."""
 
     latencies: list[float]
+    started: float
     finished: float
     cpu: float
 
 
-async def _share(url: str, plan: Plan, episodes: range, calls: int, seconds: float, start_at: float) -> Share:
+async def _share(url: str, plan: Plan, episodes: range, calls: int, seconds: float, ready: Any) -> Share:
     connections = [await Connection.open(url) for _ in episodes]
     requests = [await open_episode(c, plan, index) for c, index in zip(connections, episodes, strict=True)]
     await asyncio.gather(
         *(drive(c, r, len(r)) for c, r in zip(connections, requests, strict=True))
     )  # warm up
-    await asyncio.sleep(max(0.0, start_at - time.time()))
-    cpu = time.process_time()
+    await asyncio.to_thread(ready.wait)  # every client process has opened and warmed its episodes
+    started, cpu = time.time(), time.process_time()
     until = time.perf_counter() + seconds if seconds else None
     runs = await asyncio.gather(
         *(drive(c, r, calls, until=until) for c, r in zip(connections, requests, strict=True))
@@ -207,11 +208,11 @@ async def _share(url: str, plan: Plan, episodes: range, calls: int, seconds: flo
     finished, cpu = time.time(), time.process_time() - cpu
     for connection in connections:
         await connection.close()
-    return Share([latency for run in runs for latency in run], finished, cpu)
+    return Share([latency for run in runs for latency in run], started, finished, cpu)
 
 
-def _process(url: str, plan: Plan, episodes: range, calls: int, seconds: float, start_at: float) -> Share:
-    return asyncio.run(_share(url, plan, episodes, calls, seconds, start_at))
+def _process(url: str, plan: Plan, episodes: range, calls: int, seconds: float, ready: Any) -> Share:
+    return asyncio.run(_share(url, plan, episodes, calls, seconds, ready))
 
 
 @dataclass(frozen=True)
@@ -229,22 +230,20 @@ def run_load(
     url: str, plan: Plan, episodes: int, *, calls: int = 0, seconds: float = 0.0, processes: int = 2
 ) -> Measured:
     """Drive `episodes` concurrent episodes of `plan` from `processes` client processes, each episode on its own
-    connection making `calls` calls one after another (or calling for `seconds`), all starting at one moment."""
+    connection making `calls` calls one after another (or calling for `seconds`), all starting together once every
+    client has opened and warmed its episodes."""
     import multiprocessing
     import statistics
 
     processes = min(processes, episodes)
     shares = [range(index, episodes, processes) for index in range(processes)]
-    start_at = (
-        time.time() + 2.0 + episodes / 200
-    )  # every client process has opened and warmed its episodes by then
-    with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        pending = [
-            pool.apply_async(_process, (url, plan, share, calls, seconds, start_at)) for share in shares
-        ]
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, context.Pool(processes) as pool:
+        ready = manager.Barrier(processes)
+        pending = [pool.apply_async(_process, (url, plan, share, calls, seconds, ready)) for share in shares]
         results: list[Share] = [result.get(timeout=600) for result in pending]
     latencies = sorted(latency for share in results for latency in share.latencies)
-    elapsed = max(share.finished for share in results) - start_at
+    elapsed = max(share.finished for share in results) - min(share.started for share in results)
     cuts = statistics.quantiles(latencies, n=100)
     cpu = sum(share.cpu for share in results)
     return Measured(

@@ -209,15 +209,14 @@ def run_batch(
     `servers` (their RSS is sampled while the batch runs)."""
     shares = [list(range(index, count, processes)) for index in range(processes)]
     idle = sum(server.memory_info().rss for server in servers)
-    start_at = (
-        time.time() + 15.0 + count * 0.03
-    )  # time for each client to import, and to play its expected answers
-    with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        pending = [pool.apply_async(client, (url, kind, share, count, start_at)) for share in shares]
-        peak = idle
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, context.Pool(processes) as pool:
+        ready = manager.Barrier(processes)
+        pending = [pool.apply_async(client, (url, kind, share, count, ready)) for share in shares]
         with _sampling(lambda: sum(server.memory_info().rss for server in servers)) as peaks:
             outcomes = [result.get(timeout=3600) for result in pending]
         peak = max(peaks, default=idle)
+    start_at = min(outcome.started_at for outcome in outcomes)
     calls = sorted(latency for outcome in outcomes for latency in outcome.calls)
     cuts = statistics.quantiles(calls, n=100) if len(calls) > 1 else [0.0] * 99
     opened = [at for outcome in outcomes for at in outcome.opened_at]

@@ -44,7 +44,10 @@ class ControlRoutes(BaseRoute):
             return Match.NONE, {}
         methods, parameters = found
         endpoint = methods.get(scope["method"])
-        child: dict[str, Any] = {"endpoint": endpoint, "path_params": {**scope.get("path_params", {}), **parameters}}
+        child: dict[str, Any] = {
+            "endpoint": endpoint,
+            "path_params": {**scope.get("path_params", {}), **parameters},
+        }
         if endpoint is None:
             child["allowed"] = ", ".join(methods)
             return Match.PARTIAL, child
