@@ -88,6 +88,13 @@ def serve(
     header_timeout: Annotated[
         float, typer.Option(help="Seconds request headers may take to arrive; slower is disconnected.")
     ] = DEFAULT_HEADER_TIMEOUT,
+    http: Annotated[
+        str,
+        typer.Option(help="HTTP parser: auto (httptools where installed, else h11), httptools or h11."),
+    ] = "auto",
+    loop: Annotated[
+        str, typer.Option(help="Event loop: auto (uvloop where installed, else asyncio), uvloop or asyncio.")
+    ] = "auto",
     allow_origin: Annotated[
         list[str] | None,
         typer.Option(
@@ -141,6 +148,8 @@ def serve(
             log_level=log_level,
             mcp_row=parse_row(mcp_row),
             header_timeout=header_timeout,
+            http=http,
+            loop=loop,
             mcp_idle_timeout=mcp_idle_timeout,
             allowed_origins=[*LOOPBACK_ORIGINS, *(allow_origin or [])],
             body_timeout=body_timeout,

@@ -1,8 +1,11 @@
-"""What serving an environment costs: tool calls per second and latency on loopback, and memory per live episode.
+"""What serving an environment costs: tool calls per second, latency and the server's CPU per call on loopback, and
+memory per live episode.
 
-The server runs in a subprocess under uvicorn (access log off). The clients are httpx async clients, one per
-episode (each episode's calls go one after another on its own connection, as a `RemoteSession`'s do), spread over
-two client processes so that one Python client process is not what is measured. Figures for 1, 16 and 64
+The server runs in a subprocess under uvicorn as `agent-env serve` runs it (access log off). The clients are
+`bench/_load.py`'s: one connection per episode, each episode's calls one after another (as a `RemoteSession`'s
+go), spread over two client processes, each costing the CPU they share with the server about a seventh of what an
+httpx client costs, so that the server is what is measured. With `--baseline REV`, the server of agent_env at git
+revision REV is measured beside this one, one concurrency at a time, in the same run. Figures for 1, 16 and 64
 concurrent episodes on a small tool (ToyDesk's `battery_status`) and, when the GridSim desk imports, on the desk's
 `submit_dam_offers` (its 24 hours booked one call at a time, then `withdraw_offers`; every call timed), against the
 same calls made in process. Before that, memory: the Python heap per live episode (traced, with the app in this
@@ -13,15 +16,15 @@ two minutes; prints the figures it measured.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import importlib.util
-import multiprocessing
-import statistics
 import sys
 import time
 import tracemalloc
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,7 +32,8 @@ import psutil
 
 from agent_env.envs import load_environment
 from agent_env.session import LocalSession
-from bench._served import served
+from bench._load import Plan, run_load
+from bench._served import baseline, served
 
 CONCURRENCY = (1, 16, 64)
 CALLS = {1: 1000, 16: 3200, 64: 3200}
@@ -76,6 +80,19 @@ def desk_workload() -> Workload | None:
     return Workload("gridsim-desk", rows, [*book, ("withdraw_offers", {"hours": "all"})])
 
 
+def in_process(workload: Workload, calls: int) -> tuple[float, float]:
+    """Calls per second of the same calls on a `LocalSession` in this process, and CPU microseconds per call."""
+    session = LocalSession(load_environment(workload.environment)())
+    session.reset(**workload.rows[0])
+    for name, arguments in workload.calls:
+        session.call_tool(name, arguments)
+    started, cpu = time.perf_counter(), time.process_time()
+    for index in range(calls):
+        name, arguments = workload.calls[index % len(workload.calls)]
+        session.call_tool(name, arguments)
+    return calls / (time.perf_counter() - started), (time.process_time() - cpu) / calls * 1e6
+
+
 async def open_episodes(client: httpx.AsyncClient, rows: list[dict[str, Any]], count: int) -> list[str]:
     async def one(row: dict[str, Any]) -> str:
         answer = await client.post("/episodes", json=row)
@@ -90,78 +107,28 @@ async def close_episodes(client: httpx.AsyncClient, episode_ids: list[str]) -> N
     await asyncio.gather(*(client.delete(f"/episodes/{episode_id}") for episode_id in episode_ids))
 
 
-async def drive(client: httpx.AsyncClient, episode_id: str, workload: Workload, count: int) -> list[float]:
-    """Make `count` calls in one episode, one after another; return each call's latency in seconds."""
-    latencies = []
-    for index in range(count):
-        name, arguments = workload.calls[index % len(workload.calls)]
-        started = time.perf_counter()
-        answer = await client.post(f"/episodes/{episode_id}/tools/{name}", json=arguments)
-        latencies.append(time.perf_counter() - started)
-        if answer.status_code != 200:
-            raise RuntimeError(f"{name} answered {answer.status_code}: {answer.text}")
-    return latencies
+@dataclass(frozen=True)
+class Served:
+    """One concurrency's figures for one server: calls/s, latency (ms) and the server's CPU per call (us)."""
+
+    rate: float
+    p50: float
+    p99: float
+    cpu_us: float
 
 
-async def client_share(
-    url: str, workload: Workload, episodes: int, calls: int, start_at: float
-) -> tuple[list[float], float]:
-    """One client process's share: its episodes, each on its own client, started at a common time; returns the
-    latencies and when its last call finished."""
-    clients = [httpx.AsyncClient(base_url=url, timeout=30) for _ in range(episodes)]
-    try:
-        ids = [(await open_episodes(client, workload.rows, 1))[0] for client in clients]
-        await asyncio.gather(
-            *(drive(c, e, workload, len(workload.calls)) for c, e in zip(clients, ids, strict=True))
-        )  # warm up
-        await asyncio.sleep(max(0.0, start_at - time.time()))
-        runs = await asyncio.gather(
-            *(drive(c, e, workload, calls) for c, e in zip(clients, ids, strict=True))
-        )
-        finished = time.time()
-        for client, episode_id in zip(clients, ids, strict=True):
-            await client.delete(f"/episodes/{episode_id}")
-        return [latency for run in runs for latency in run], finished
-    finally:
-        for client in clients:
-            await client.aclose()
-
-
-def client_process(
-    url: str, workload: Workload, episodes: int, calls: int, start_at: float
-) -> tuple[list[float], float]:
-    without_sniffio_import_storm()
-    return asyncio.run(client_share(url, workload, episodes, calls, start_at))
-
-
-def measure(url: str, workload: Workload, episodes: int) -> tuple[float, float, float]:
-    """(calls per second, p50 ms, p99 ms) of the timed calls of `episodes` concurrent episodes."""
-    processes = min(CLIENT_PROCESSES, episodes)
-    per_episode = max(1, CALLS[episodes] // episodes)
-    shares = [episodes // processes + (index < episodes % processes) for index in range(processes)]
-    start_at = time.time() + 2.0  # every client process has opened and warmed its episodes by then
-    with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        pending = [
-            pool.apply_async(client_process, (url, workload, n, per_episode, start_at)) for n in shares
-        ]
-        results = [result.get(timeout=120) for result in pending]
-    latencies = sorted(latency for share, _ in results for latency in share)
-    elapsed = max(finished for _, finished in results) - start_at
-    cuts = statistics.quantiles(latencies, n=100)
-    return len(latencies) / elapsed, cuts[49] * 1e3, cuts[98] * 1e3
-
-
-def in_process(workload: Workload, calls: int) -> float:
-    """Calls per second of the same calls on a `LocalSession` in this process."""
-    session = LocalSession(load_environment(workload.environment)())
-    session.reset(**workload.rows[0])
-    for name, arguments in workload.calls:
-        session.call_tool(name, arguments)
-    started = time.perf_counter()
-    for index in range(calls):
-        name, arguments = workload.calls[index % len(workload.calls)]
-        session.call_tool(name, arguments)
-    return calls / (time.perf_counter() - started)
+def measure(url: str, process: psutil.Process, workload: Workload, episodes: int) -> Served:
+    """The timed calls of `episodes` concurrent episodes, each on its own connection, one call after another."""
+    plan = Plan("control", workload.rows, workload.calls)
+    before = process.cpu_times()
+    load = run_load(
+        url, plan, episodes, calls=max(1, CALLS[episodes] // episodes), processes=CLIENT_PROCESSES
+    )
+    after = process.cpu_times()
+    # the opening and warm-up calls are the server's too: its CPU is shared out over every call it answered
+    answered = load.calls + episodes * (1 + len(workload.calls))
+    cpu = (after.user + after.system - before.user - before.system) / answered * 1e6
+    return Served(load.rate, load.p50, load.p99, cpu)
 
 
 async def memory(
@@ -229,9 +196,13 @@ async def traced_memory(environment: str, rows: list[dict[str, Any]], live: int)
     }
 
 
-def report(workload: Workload, label: str, live: int, misses: list[str] | None) -> None:
-    local = in_process(workload, 3000)
-    print(f"\n{label} ({workload.environment}); in process: {local:,.0f} calls/s")
+def report(
+    workload: Workload, label: str, live: int, baseline_source: Path | None, misses: list[str] | None
+) -> None:
+    local, local_cpu = in_process(workload, 3000)
+    print(
+        f"\n{label} ({workload.environment}); in process: {local:,.0f} calls/s, {local_cpu:,.0f} us CPU a call"
+    )
     traced = asyncio.run(traced_memory(workload.environment, workload.rows, live))
     print(
         f"  memory (Python heap, traced): {traced['per_episode']:,.2f} KiB per live episode ({live} live); "
@@ -245,16 +216,46 @@ def report(workload: Workload, label: str, live: int, misses: list[str] | None) 
         f"{rss['closed']:.1f} closed, {rss['cycled']:.1f} after 1,000 more opened and closed "
         f"({rss['cycled'] - rss['closed']:+.1f} MiB); {rss['left']:.0f} episodes live at the end"
     )
-    print(f"  {'episodes':>8}  {'calls/s':>9}  {'p50 ms':>7}  {'p99 ms':>7}  {'in process / served':>20}")
-    with served(workload.environment, max_episodes=4096, call_timeout=30) as (url, _):
-        for episodes in CONCURRENCY:
-            rate, p50, p99 = measure(url, workload, episodes)
-            print(f"  {episodes:>8}  {rate:>9,.0f}  {p50:>7.2f}  {p99:>7.2f}  {local / rate:>19,.0f}x")
-            if misses is not None and episodes == 16 and (rate < TARGET_CALLS_PER_S or p99 > TARGET_P99_MS):
-                misses.append(f"{rate:,.0f} calls/s, p99 {p99:.1f} ms")
+    servers = {"after": None} if baseline_source is None else {"before": baseline_source, "after": None}
+    figures: dict[str, dict[int, Served]] = {name: {} for name in servers}
+    for episodes in CONCURRENCY:  # before and after side by side, one concurrency at a time
+        for name, source in servers.items():
+            with served(workload.environment, source=source, max_episodes=4096, call_timeout=30) as (
+                url,
+                process,
+            ):
+                figures[name][episodes] = measure(url, process, workload, episodes)
+    print(
+        f"  {'episodes':>8}  {'server':>6}  {'calls/s':>9}  {'p50 ms':>7}  {'p99 ms':>7}  {'CPU us/call':>11}  "
+        f"{'in process / served':>19}  {'CPU x in process':>16}  {'after / before':>14}"
+    )
+    for episodes in CONCURRENCY:
+        for name in servers:
+            run = figures[name][episodes]
+            gain = (
+                f"{run.rate / figures['before'][episodes].rate:>13.2f}x"
+                if name == "after" and "before" in figures
+                else ""
+            )
+            print(
+                f"  {episodes:>8}  {name:>6}  {run.rate:>9,.0f}  {run.p50:>7.2f}  {run.p99:>7.2f}  {run.cpu_us:>11,.0f}  "
+                f"{local / run.rate:>18,.1f}x  {run.cpu_us / local_cpu:>15,.1f}x  {gain:>14}"
+            )
+        after = figures["after"][episodes]
+        if (
+            misses is not None
+            and episodes == 16
+            and (after.rate < TARGET_CALLS_PER_S or after.p99 > TARGET_P99_MS)
+        ):
+            misses.append(f"{after.rate:,.0f} calls/s, p99 {after.p99:.1f} ms")
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--baseline", help="a git revision whose server to measure beside this one (before/after)"
+    )
+    options = parser.parse_args()
     started = time.monotonic()
     print(
         f"agent_env server on loopback: {psutil.cpu_count()} CPUs shared by the server and {CLIENT_PROCESSES} client "
@@ -265,12 +266,15 @@ def main() -> None:
             "(sniffio is not installed: the httpx clients record it as absent, see without_sniffio_import_storm)"
         )
     misses: list[str] = []
-    report(small_workload(), "small tool battery_status", 2000, misses)
-    desk = desk_workload()
-    if desk is None:
-        print("\nthe GridSim desk does not import: its figures are skipped")
-    else:
-        report(desk, "desk submit_dam_offers x24 + withdraw_offers", 256, None)
+    with baseline(options.baseline) as source:
+        if source is not None:
+            print(f"before: agent_env at {options.baseline}; after: this checkout")
+        report(small_workload(), "small tool battery_status", 2000, source, misses)
+        desk = desk_workload()
+        if desk is None:
+            print("\nthe GridSim desk does not import: its figures are skipped")
+        else:
+            report(desk, "desk submit_dam_offers x24 + withdraw_offers", 256, source, None)
     print(f"\ntarget at 16 episodes (small tool): {'met' if not misses else 'MISSED: ' + '; '.join(misses)}")
     print(f"took {time.monotonic() - started:.0f} s")
 

@@ -74,6 +74,15 @@ class SessionEpisodes:
         binding.last_used = time.monotonic()
         return binding.episode_id, observation
 
+    def bound(self, mcp_session_id: str) -> str | None:
+        """The episode an MCP session acts on, when it has one and nothing is opening another for it (then
+        `episode_for` waits for that); marks the session used. A session's every call after its first asks this."""
+        binding = self._bindings.get(mcp_session_id)
+        if binding is None or self._opening.get(mcp_session_id) is not None:
+            return None
+        binding.last_used = time.monotonic()
+        return binding.episode_id
+
     async def open(self, mcp_session_id: str, row: Mapping[str, Any] | None) -> tuple[str, str | None]:
         """A new episode reset from `row` that the MCP session acts on from now on; its previous one is closed."""
         # Under the lock: a first call that is opening an episode finishes first, and this one replaces it.

@@ -15,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -325,18 +325,10 @@ class EpisodeRegistry:
             self._discard(episode)
             raise
 
-    @contextlib.asynccontextmanager
-    async def _use(self, episode_id: str, surface: Surface) -> AsyncIterator[Episode]:
-        episode = self._live(episode_id, surface)
-        episode.busy += 1
-        try:
-            async with episode.lock:
-                if episode.closed:
-                    raise EpisodeNotFoundError(self._not_found(episode_id, surface))
-                yield episode
-        finally:
-            episode.busy -= 1
-            episode.last_used = time.monotonic()
+    def _use(self, episode_id: str, surface: Surface) -> _InUse:
+        """`async with self._use(id, surface) as episode:` the live episode, its calls one at a time (its lock held),
+        counted busy (never idle) meanwhile."""
+        return _InUse(self, self._live(episode_id, surface), surface)
 
     def _live(self, episode_id: str, surface: Surface) -> Episode:
         episode = self._episodes.get(episode_id)
@@ -398,6 +390,40 @@ class EpisodeRegistry:
         while True:
             await asyncio.sleep(interval)
             self.reap()
+
+
+class _InUse:
+    """An episode in use: busy (so never idle), its lock held; a class rather than a generator-based context manager,
+    which costs several times as much on every call."""
+
+    __slots__ = ("episode", "registry", "surface")
+
+    def __init__(self, registry: EpisodeRegistry, episode: Episode, surface: Surface) -> None:
+        self.registry = registry
+        self.episode = episode
+        self.surface = surface
+        episode.busy += 1
+
+    async def __aenter__(self) -> Episode:
+        episode = self.episode
+        try:
+            await episode.lock.acquire()
+        except BaseException:
+            self._done()
+            raise
+        if episode.closed:
+            episode.lock.release()
+            self._done()
+            raise EpisodeNotFoundError(self.registry._not_found(episode.id, self.surface))
+        return episode
+
+    async def __aexit__(self, *exception: object) -> None:
+        self.episode.lock.release()
+        self._done()
+
+    def _done(self) -> None:
+        self.episode.busy -= 1
+        self.episode.last_used = time.monotonic()
 
 
 @contextlib.contextmanager

@@ -8,24 +8,26 @@ parses one that is past the limits.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import anyio
-from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_env.errors import AgentEnvError
-from agent_env.server._http import error_response
+from agent_env.server._http import BODY, error_response
 from agent_env.server._jsonrpc import ENDS, Dialect, refused_rpc
 from agent_env.server._limits import Limits
 from agent_env.server.errors import InvalidRequestError, RequestTooLargeError, UnauthorizedError
 
 OPEN_PATHS = frozenset({"/health"})
 """Paths answered without the token."""
+
+_JUDGED = frozenset({b"host", b"origin", b"content-type", b"content-length", b"transfer-encoding"})
+"""The headers the guard reads (the token is compared as bytes, from the raw headers)."""
 
 BODYLESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 """Methods whose requests are not judged by their Content-Type."""
@@ -44,10 +46,17 @@ class Refusal:
         return error_response(self.error, status=self.status, headers=self.headers)
 
 
-def judge_headers(scope: Scope, limits: Limits, open_paths: Collection[str] = OPEN_PATHS) -> Refusal | None:
+def judge_headers(
+    scope: Scope,
+    limits: Limits,
+    open_paths: Collection[str] = OPEN_PATHS,
+    headers: Mapping[str, str] | None = None,
+) -> Refusal | None:
     """Why a request must be refused on its headers alone, or None to let it in.
 
-    In order: a Host the server does not answer to (421); a browser `Origin` it does not allow (403); no bearer
+    In order: a body framed two ways, by both Content-Length and Transfer-Encoding (400, and the connection is
+    closed: a proxy in front may have read it the other way, which is how requests are smuggled; httptools refuses
+    it before the app sees it, h11 reads it as chunked); a Host the server does not answer to (421); a browser `Origin` it does not allow (403); no bearer
     token, or the wrong one, on a path that needs it (401); and for an HTTP request that has a body (or says what
     its body is), a Content-Type other than `application/json` (415), which also keeps out the forms and
     `text/plain` posts that a web page can send anywhere without asking.
@@ -56,8 +65,16 @@ def judge_headers(scope: Scope, limits: Limits, open_paths: Collection[str] = OP
         scope: An ASGI `http` or `websocket` scope.
         limits: The server's limits.
         open_paths: Paths answered without the token.
+        headers: `judged_headers(scope)`, when the caller has them already.
     """
-    headers = Headers(scope=scope)
+    if headers is None:
+        headers = judged_headers(scope)
+    if scope["type"] == "http" and "transfer-encoding" in headers and "content-length" in headers:
+        message = (
+            "the request gives both Content-Length and Transfer-Encoding, so its body could be read two ways; "
+            "send one of them"
+        )
+        return Refusal(InvalidRequestError(message), 400, {"Connection": "close"})
     host = headers.get("host")
     if limits.allowed_hosts is not None and not host_allowed(host, limits.allowed_hosts):
         allowed = ", ".join(limits.allowed_hosts)
@@ -87,6 +104,17 @@ def judge_headers(scope: Scope, limits: Limits, open_paths: Collection[str] = OP
             message = f"the body must be JSON, sent with 'Content-Type: application/json', {sent}"
             return Refusal(InvalidRequestError(message), 415)
     return None
+
+
+def judged_headers(scope: Scope) -> dict[str, str]:
+    """The headers the guard reads, each as its first value (as `starlette.datastructures.Headers.get` reads it),
+    from one pass over the raw headers."""
+    found: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        name = name.lower()
+        if name in _JUDGED:
+            found.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+    return found
 
 
 class RequestGuard:
@@ -119,7 +147,8 @@ class RequestGuard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        refusal = judge_headers(scope, self.limits, self.open_paths)
+        headers = judged_headers(scope)
+        refusal = judge_headers(scope, self.limits, self.open_paths, headers)
         if refusal is not None:
             await refuse(refusal.response(), scope, receive, send)
             return
@@ -128,9 +157,10 @@ class RequestGuard:
             return
         body = _BodyReader(self.limits, self.rpc_paths.get(scope["path"]))
         refused: Response | None = None
-        with anyio.move_on_after(self.limits.body_timeout) as reading:
-            refused = await body.read(receive, Headers(scope=scope))
-        if reading.cancelled_caught:
+        try:
+            async with asyncio.timeout(self.limits.body_timeout):
+                refused = await body.read(receive, headers)
+        except TimeoutError:
             timeout = InvalidRequestError(
                 f"the request body did not arrive within the server's body timeout of {self.limits.body_timeout:g} "
                 "s; send it at once"
@@ -141,6 +171,7 @@ class RequestGuard:
         if refused is not None:
             await refused(scope, receive, send)
             return
+        scope[BODY] = body.whole()
         await self.app(scope, body.replay(receive), send)
 
 
@@ -159,13 +190,16 @@ class _BodyReader:
     def __init__(self, limits: Limits, rpc: Dialect | None) -> None:
         self.limits = limits
         self.rpc = rpc
-        self.body = bytearray()
+        self.chunks: list[bytes] = []
+        """The body as it came, while it is within the limit."""
+        self.head = bytearray()
         self.tail = bytearray()
+        """Past the limit: the body's first and last `ENDS` bytes, all that is kept of it."""
         self.size = 0
         self.gone = False
         self.after: deque[Message] = deque()
 
-    async def read(self, receive: Receive, headers: Headers) -> Response | None:
+    async def read(self, receive: Receive, headers: Mapping[str, str]) -> Response | None:
         """Read the body; None if it is within the limits, else the answer that refuses it. A disconnect before the
         body's end (the client went, or the server is stopping and has answered it) sets `gone`; one after it (a
         request without a body included, such as a DELETE sent before the client hung up) is the app's to see."""
@@ -190,9 +224,15 @@ class _BodyReader:
             return self._too_large(drained=True)
         return self._too_many_values()
 
+    def whole(self) -> bytes:
+        """The body read (within the limits): the one chunk it came in (most bodies), or the chunks joined once."""
+        if len(self.chunks) != 1:
+            self.chunks = [b"".join(self.chunks)]
+        return self.chunks[0]
+
     def replay(self, receive: Receive) -> Receive:
         """A `receive` that hands the app the whole body at once, then whatever came after it."""
-        self.after.appendleft({"type": "http.request", "body": bytes(self.body), "more_body": False})
+        self.after.appendleft({"type": "http.request", "body": self.whole(), "more_body": False})
 
         async def replayed() -> Message:
             return self.after.popleft() if self.after else await receive()
@@ -202,29 +242,36 @@ class _BodyReader:
     def _take(self, chunk: bytes, limit: int) -> None:
         self.size += len(chunk)
         if self.size <= limit:
-            self.body += chunk
+            self.chunks.append(chunk)
             return
-        if len(self.body) < ENDS:  # past the limit only the ends are kept, to find a JSON-RPC request's id
-            self.body += chunk[: ENDS - len(self.body)]
+        if (
+            self.chunks
+        ):  # it has just passed the limit: from now on only its ends are kept, to find a JSON-RPC id
+            kept, self.chunks = self.whole(), []
+            self.head, self.tail = bytearray(kept[:ENDS]), bytearray(kept[-ENDS:])
+        if len(self.head) < ENDS:
+            self.head += chunk[: ENDS - len(self.head)]
         self.tail = (self.tail + chunk)[-ENDS:]
 
     def _too_large(self, *, drained: bool) -> Response:
         message = f"the request body is larger than the server's limit of {self.limits.max_body_bytes} bytes"
-        head, tail = bytes(self.body[:ENDS]), bytes(self.tail or self.body[-ENDS:])
-        return self._refuse(message, head if drained else b"", tail if drained else b"")
+        return self._refuse(
+            message, bytes(self.head) if drained else b"", bytes(self.tail) if drained else b""
+        )
 
     def _too_many_values(self) -> Response | None:
         most = self.limits.max_body_values
-        if most is None or len(self.body) <= most:  # a body cannot hold more values than it has bytes
+        body = self.whole()
+        if most is None or len(body) <= most:  # a body cannot hold more values than it has bytes
             return None
-        count = json_values(bytes(self.body))
+        count = json_values(body)
         if count <= most:
             return None
         message = (
             f"the request body holds about {count} JSON values (counted from its commas and brackets), more than "
             f"the server's limit of {most}"
         )
-        return self._refuse(message, bytes(self.body[:ENDS]), bytes(self.body[-ENDS:]))
+        return self._refuse(message, body[:ENDS], body[-ENDS:])
 
     def _refuse(self, message: str, head: bytes, tail: bytes) -> Response:
         if self.rpc is not None:
@@ -232,7 +279,7 @@ class _BodyReader:
         return Refusal(RequestTooLargeError(message), 413).response()
 
 
-def _arrived(headers: Headers, size: int) -> bool:
+def _arrived(headers: Mapping[str, str], size: int) -> bool:
     """Whether a body of `size` bytes is the whole body the headers announce (none, when they announce none)."""
     declared = headers.get("content-length")
     if declared is not None and declared.strip().isdigit():
@@ -288,6 +335,6 @@ def is_json(content_type: str | None) -> bool:
     return content_type is not None and content_type.split(";")[0].strip().lower() == "application/json"
 
 
-def _has_body(headers: Headers) -> bool:
+def _has_body(headers: Mapping[str, str]) -> bool:
     length = headers.get("content-length")
     return "transfer-encoding" in headers or (length is not None and length.strip() not in ("", "0"))

@@ -13,19 +13,24 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute
 
 from agent_env.errors import AgentEnvError
 from agent_env.schema._validator import short
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._json import NotJsonError, parse_json
+from agent_env.server._routes import ControlRoutes
 from agent_env.server._row_references import ROW_PARAMETER, SPLIT_PARAMETER
 from agent_env.server.errors import InvalidRequestError, ServerError, http_status
 
 logger = logging.getLogger("agent_env.server")
 
 MCP_SESSION_HEADER = "mcp-session-id"
+
+BODY = "agent_env.body"
+"""The scope key under which the request guard leaves the body it has read in full (bytes), so that a route need not
+read it again from `receive` (which replays it too)."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -76,18 +81,22 @@ class ControlApi:
         listing = {"environment": episodes.environment.__name__, "tools": episodes.tools()}
         self._tool_listing = json.dumps(listing, ensure_ascii=False, separators=(",", ":")).encode()
 
-    def routes(self) -> list[Route]:
+    def routes(self) -> list[BaseRoute]:
         """The routes, each answering errors in the wire form."""
         return [
-            Route("/health", answered(self.health), methods=["GET"]),
-            Route("/tools", answered(self.tools), methods=["GET"]),
-            Route("/datasets/{split}", answered(self.dataset), methods=["GET"]),
-            Route("/episodes", answered(self.open), methods=["POST"]),
-            Route("/episodes/{episode_id}", answered(self.close), methods=["DELETE"]),
-            Route("/episodes/{episode_id}/reset", answered(self.reset), methods=["POST"]),
-            Route("/episodes/{episode_id}/tools/{name:path}", answered(self.call), methods=["POST"]),
-            Route("/episodes/{episode_id}/reward", answered(self.reward), methods=["POST"]),
-            Route("/episodes/{episode_id}/score", answered(self.score), methods=["POST"]),
+            ControlRoutes(
+                {
+                    ("POST", "/episodes/{episode_id}/tools/{name:path}"): answered(self.call),
+                    ("POST", "/episodes/{episode_id}/reset"): answered(self.reset),
+                    ("POST", "/episodes/{episode_id}/reward"): answered(self.reward),
+                    ("POST", "/episodes/{episode_id}/score"): answered(self.score),
+                    ("POST", "/episodes"): answered(self.open),
+                    ("DELETE", "/episodes/{episode_id}"): answered(self.close),
+                    ("GET", "/health"): answered(self.health),
+                    ("GET", "/tools"): answered(self.tools),
+                    ("GET", "/datasets/{split}"): answered(self.dataset),
+                }
+            )
         ]
 
     async def health(self, request: Request) -> Response:
@@ -128,7 +137,7 @@ class ControlApi:
         reference = request.query_params.get(ROW_PARAMETER)
         if reference is None:
             return await json_object(request, "a dataset row")
-        if (await request.body()).strip():
+        if (await body_of(request)).strip():
             raise InvalidRequestError(
                 f"send the dataset row in the body, or name a row this server served with ?{ROW_PARAMETER}=, not both"
             )
@@ -159,9 +168,15 @@ class ControlApi:
         return Response(status_code=204)
 
 
+async def body_of(request: Request) -> bytes:
+    """The request's body: as the guard left it, or read."""
+    body = request.scope.get(BODY)
+    return body if isinstance(body, bytes) else await request.body()
+
+
 async def json_value(request: Request, what: str) -> Any:
     """The request body as a JSON value; an empty body is `{}`."""
-    body = await request.body()
+    body = await body_of(request)
     if not body.strip():
         return {}
     try:

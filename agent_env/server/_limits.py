@@ -8,7 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-DEFAULT_MAX_EPISODES = 1024
+DEFAULT_MAX_EPISODES = 2048
+"""Two GRPO batches of 64 prompts x 16 generations: a whole batch, with room for the next one's episodes to open
+while the last ones are scored (AsyncGRPO) or for an evaluation beside it. A live desk episode holds about 140 KiB
+of the server's memory (bench/batch_episodes.py), so 2,048 are about 300 MB; at 1,024, a batch of 1,024 left no
+room at all."""
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_CALL_TIMEOUT = 20.0
 DEFAULT_MCP_IDLE_TIMEOUT = 120.0

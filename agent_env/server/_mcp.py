@@ -83,7 +83,9 @@ def mcp_server(episodes: EpisodeRegistry, sessions: SessionEpisodes) -> Server[A
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         mcp_session_id = _mcp_session_id(ctx)
-        episode_id, observation = await _episode_for(sessions, mcp_session_id, _url_row(ctx))
+        episode_id, observation = sessions.bound(mcp_session_id), None
+        if episode_id is None:  # the session's first call (the row in its URL is read only then)
+            episode_id, observation = await _episode_for(sessions, mcp_session_id, _url_row(ctx))
         meta: dict[str, Any] = {EPISODE_META_KEY: episode_id}
         if observation is not None:
             meta[OBSERVATION_META_KEY] = observation

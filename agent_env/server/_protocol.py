@@ -1,5 +1,8 @@
 """uvicorn's protocols, mended where a hostile or unlucky client would get past them.
 
+HTTP/1.1 is parsed by httptools where it is installed (in C: a served call costs less) and by h11 otherwise; both
+are held to the same limits (`http_protocol` chooses; `_httptools_protocol.py` holds httptools to them).
+
 HTTP/1.1 gets a deadline for request headers, which uvicorn itself does not have: uvicorn closes a keep-alive
 connection that sends nothing, but a connection that sends its request line and headers a byte at a time (or opens
 and sends nothing at all) is held for ever, and enough of them use up the server's sockets. Bodies are timed by the
@@ -19,6 +22,7 @@ protocol with the denial counted as the end of the handshake, as its wsproto pro
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 from functools import cache
 from typing import Any
@@ -33,6 +37,24 @@ SHUTTING_DOWN = (
 )
 """The message of the 503 a request whose body is still arriving gets at shutdown."""
 
+HEADER_BYTES = 16 * 1024
+"""The most bytes a request's line and headers may take: h11's own limit (its `max_incomplete_event_size`), which
+`_httptools_protocol` holds httptools to as well. Past it, 400 and the connection is closed."""
+
+PARSERS = ("httptools", "h11")
+"""The HTTP/1.1 parsers `serve` can run, the one it prefers (where it is installed) first."""
+
+
+def shutting_down_answer() -> bytes:
+    """The whole 503 response a request whose body is still arriving gets at shutdown, closing the connection."""
+    error = {"error": {"code": ServerUnavailableError.code, "message": SHUTTING_DOWN}}
+    body = json.dumps(error, separators=(",", ":")).encode()
+    head = (
+        b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)
+    )
+    return head + body
+
 
 class HeaderDeadlineProtocol(H11Protocol):
     """uvicorn's h11 protocol, closing a connection whose request headers are not all in within `header_timeout`
@@ -40,6 +62,7 @@ class HeaderDeadlineProtocol(H11Protocol):
     request whose body is still arriving."""
 
     header_timeout: float = 10.0
+    parser_name = "h11"
     _deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -64,16 +87,8 @@ class HeaderDeadlineProtocol(H11Protocol):
         if cycle is None or cycle.response_started or self.conn.their_state is not h11.SEND_BODY:
             super().shutdown()  # idle: closed now; a request that has run (or is running): its graceful time
             return
-        error = {"error": {"code": ServerUnavailableError.code, "message": SHUTTING_DOWN}}
-        body = json.dumps(error, separators=(",", ":")).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-        ]
-        answer = self.conn.send(h11.Response(status_code=503, headers=headers, reason=b"Service Unavailable"))
-        answer += self.conn.send(h11.Data(data=body)) + self.conn.send(h11.EndOfMessage())
-        self.transport.write(answer)
+        self.conn.send(h11.Response(status_code=503, headers=[(b"connection", b"close")]))  # h11's states
+        self.transport.write(shutting_down_answer())
         cycle.response_started = cycle.response_complete = True
         cycle.disconnected = True  # the app reads http.disconnect, and runs nothing
         cycle.message_event.set()
@@ -98,9 +113,29 @@ class HeaderDeadlineProtocol(H11Protocol):
             self.transport.close()
 
 
-def with_header_timeout(seconds: float) -> type[HeaderDeadlineProtocol]:
-    """The protocol class to give uvicorn (`http=`) for a header timeout of `seconds`."""
-    return type("HeaderDeadlineProtocol", (HeaderDeadlineProtocol,), {"header_timeout": seconds})
+def with_header_timeout(seconds: float, parser: str = "auto") -> type[asyncio.Protocol]:
+    """The protocol class to give uvicorn (`http=`) for a header timeout of `seconds`, parsing with `parser`: one
+    of `PARSERS`, or `auto` for httptools where it is installed, else h11.
+
+    Raises:
+        ValueError: An unknown parser, or httptools asked for where it is not installed.
+    """
+    if parser == "auto":
+        parser = "httptools" if importlib.util.find_spec("httptools") is not None else "h11"
+    if parser == "httptools":
+        if importlib.util.find_spec("httptools") is None:
+            raise ValueError(
+                "the httptools parser is not installed: install the server extra (pip install 'agent-env[server]'), "
+                "or parse with h11 (--http h11)"
+            )
+        from agent_env.server._httptools_protocol import HttpToolsDeadlineProtocol
+
+        base: type[asyncio.Protocol] = HttpToolsDeadlineProtocol
+    elif parser == "h11":
+        base = HeaderDeadlineProtocol
+    else:
+        raise ValueError(f"the HTTP parser must be auto, {' or '.join(PARSERS)}, not {parser!r}")
+    return type(base.__name__, (base,), {"header_timeout": seconds, "parser_name": parser})
 
 
 @cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import json
 import logging
@@ -29,6 +30,10 @@ DEFAULT_PORT = 8000
 DEFAULT_HEADER_TIMEOUT = 10.0
 GRACEFUL_SHUTDOWN = 5
 """Seconds requests still in flight get to finish when the server is asked to stop."""
+KEEP_ALIVE = 20
+"""Seconds an idle connection is kept open for its client's next request: well past the 5 s for which
+`AgentEnv.connect`'s client reuses one, so that the server never closes a connection just as the client sends a
+request on it (uvicorn's own 5 s equals the client's, and lost a reset in 4,096 episodes so)."""
 
 
 def serve(
@@ -45,13 +50,16 @@ def serve(
     log_level: str = "info",
     mcp_row: dict[str, Any] | None = None,
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    http: str = "auto",
+    loop: str = "auto",
     **options: Any,
 ) -> None:
     """Serve `environment` on `host:port` until interrupted; see `build_app` for the limits and `options`.
 
     Without a token the server answers only on loopback, and only to loopback Host names (against DNS
     rebinding); binding another address without a token needs `allow_unauthenticated=True`. A connection whose
-    request headers are not all in within `header_timeout` seconds is closed.
+    request headers are not all in within `header_timeout` seconds is closed. `http` and `loop` choose the HTTP
+    parser and the event loop (see `uvicorn_options`).
 
     Raises:
         ValueError: A non-loopback `host` without a token or `allow_unauthenticated`, or a limit out of range.
@@ -62,6 +70,7 @@ def serve(
     from agent_env.server.app import build_app
 
     check_exposure(host, token, allow_unauthenticated)
+    running = uvicorn_options(header_timeout, http, loop)
     environment_class = load_environment(environment)
     app = build_app(
         environment_class,
@@ -74,12 +83,14 @@ def serve(
         mcp_row=mcp_row,
         **options,
     )
-    # ws_max_size: a larger WebSocket message (OpenEnv's /ws) is refused with 1009 before it is held in memory
-    running = uvicorn_options(header_timeout)
     show_logs(log_level)
     logger.info(
         "%s", announcement(environment_class, host, port, openenv_prefix=options.get("openenv_prefix"))
     )
+    logger.info(
+        "agent_env: HTTP parsed by %s, on %s's event loop", running["http"].parser_name, running["loop"]
+    )
+    # ws_max_size: a larger WebSocket message (OpenEnv's /ws) is refused with 1009 before it is held in memory
     uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_body_bytes, **running)
 
 
@@ -131,11 +142,19 @@ def announcement(
     )
 
 
-def uvicorn_options(header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> dict[str, Any]:
-    """How `serve` runs an app under uvicorn: its lifespan on, 5 s for requests in flight at shutdown, uvicorn's
-    h11 protocol with a deadline for request headers (uvicorn has none), and its WebSocket protocol ending a
-    refused handshake without logging an error."""
-    from agent_env.server._protocol import websocket_protocol, with_header_timeout
+def uvicorn_options(
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT, http: str = "auto", loop: str = "auto"
+) -> dict[str, Any]:
+    """How `serve` runs an app under uvicorn: its lifespan on, 5 s for requests in flight at shutdown, idle
+    connections kept `KEEP_ALIVE` seconds, HTTP parsed by `http` (`auto`: httptools where it is installed, else
+    h11) with a deadline and a size cap for request headers (uvicorn has no deadline, and no cap on httptools), the
+    event loop `loop` (`auto`: uvloop where it is installed, else asyncio's), and uvicorn's WebSocket protocol
+    ending a refused handshake without logging an error.
+
+    Raises:
+        ValueError: A header timeout out of range, or a parser or loop that is unknown or not installed.
+    """
+    from agent_env.server._protocol import HEADER_BYTES, websocket_protocol, with_header_timeout
 
     if not (math.isfinite(header_timeout) and header_timeout > 0):
         raise ValueError(
@@ -144,9 +163,35 @@ def uvicorn_options(header_timeout: float = DEFAULT_HEADER_TIMEOUT) -> dict[str,
     return {
         "lifespan": "on",
         "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN,
-        "http": with_header_timeout(header_timeout),
+        "timeout_keep_alive": KEEP_ALIVE,
+        "http": with_header_timeout(header_timeout, http),
+        "h11_max_incomplete_event_size": HEADER_BYTES,
+        "loop": event_loop(loop),
         "ws": websocket_protocol(),
     }
+
+
+LOOPS = ("uvloop", "asyncio")
+"""The event loops `serve` can run, the one it prefers (where it is installed) first."""
+
+
+def event_loop(loop: str = "auto") -> str:
+    """uvicorn's `loop=` for `loop`: one of `LOOPS`, or `auto` for uvloop where it is installed, else asyncio's.
+
+    Raises:
+        ValueError: An unknown loop, or uvloop asked for where it is not installed.
+    """
+    installed = importlib.util.find_spec("uvloop") is not None
+    if loop == "auto":
+        return "uvloop" if installed else "asyncio"
+    if loop not in LOOPS:
+        raise ValueError(f"the event loop must be auto, {' or '.join(LOOPS)}, not {loop!r}")
+    if loop == "uvloop" and not installed:
+        raise ValueError(
+            "uvloop is not installed: install the server extra (pip install 'agent-env[server]'), or run "
+            "asyncio's loop (--loop asyncio)"
+        )
+    return loop
 
 
 def check_exposure(host: str, token: str | None, allow_unauthenticated: bool) -> None:

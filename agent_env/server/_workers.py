@@ -53,18 +53,20 @@ class WorkerPool:
             JobTimeoutError: It ran (or waited for a worker) longer than `timeout`.
             Whatever `function` raised (a `TimeoutError` of its own included).
         """
-        job = _Job(function, asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        job = _Job(function, loop)
         self._jobs.put(job)
+        # A timer on the job's own future, not `asyncio.wait_for`, whose extra future and task cost as much again
+        # as the rest of the hop.
+        timer = loop.call_later(timeout, _expire, job.future) if timeout is not None else None
         try:
-            return await asyncio.wait_for(job.future, timeout)
-        except TimeoutError:
-            if not job.future.cancelled():
-                raise
-            self._drop(job)
-            raise JobTimeoutError from None
+            return await job.future
         except BaseException:
             self._drop(job)
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     def stuck(self) -> int:
         """How many workers are still running a job that was given up on."""
@@ -137,6 +139,11 @@ class WorkerPool:
 def _settle_threadsafe(job: _Job[Any], result: Any, error: BaseException | None) -> None:
     with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
         job.loop.call_soon_threadsafe(_settle, job.future, result, error)
+
+
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(JobTimeoutError())
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

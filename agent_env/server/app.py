@@ -130,7 +130,8 @@ def build_app(
             await episodes.stop()
             await asyncio.to_thread(environment_class.shutdown)  # an MCP environment's spare servers
 
-    routes: list[BaseRoute] = [*ControlApi(episodes, sessions).routes(), Route(MCP_PATH, mcp)]
+    # MCP first: its one path is matched at once, and the control API's routes match by splitting the path.
+    routes: list[BaseRoute] = [Route(MCP_PATH, mcp), *ControlApi(episodes, sessions).routes()]
     open_paths = set(OPEN_PATHS)
     rpc_paths = {MCP_PATH: jsonrpc.MCP}
     if openenv is not None:

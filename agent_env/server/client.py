@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +23,7 @@ from urllib.parse import quote, urlencode
 import httpx
 
 from agent_env.errors import AgentEnvError, SessionClosedError
+from agent_env.server._connections import ConnectionPool
 from agent_env.server._row_references import (
     INLINE_ROW_BYTES,
     ROW_PARAMETER,
@@ -43,6 +45,15 @@ from agent_env.server.errors import (
 from agent_env.session import REWARD_ENDS, Score, Session
 
 logger = logging.getLogger("agent_env.server")
+
+MAX_CONNECTIONS = 100
+"""The most connections one provider opens to its server in one process; requests past that wait their turn."""
+KEEPALIVE_EXPIRY = 5.0
+"""Seconds an idle connection is kept for the next request."""
+
+ROUTE_HEADER = "X-Agent-Env-Route"
+"""The header a session's every request carries, the same on each: a key for a proxy in front of several servers
+to hash (docs/scaling.md), so that a session's requests all reach the server that holds its episode."""
 
 NO_BODY: Any = object()
 """`RemoteProvider.request`'s body when the request has none (None is sent as JSON's `null`)."""
@@ -100,7 +111,7 @@ class RemoteProvider:
                 self._served[found] = split
         return rows
 
-    def reset_request(self, path: str, row: dict[str, Any]) -> Any:
+    def reset_request(self, path: str, row: dict[str, Any], route: str | None = None) -> Any:
         """`POST path` starting an episode from `row`: by reference when the server served it (this provider read it
         from the server, or it is too large to send on a guess), else, or when the server does not know it, whole.
 
@@ -115,11 +126,11 @@ class RemoteProvider:
             if split is not None or len(text) > INLINE_ROW_BYTES:
                 reference = {ROW_PARAMETER: found} | ({SPLIT_PARAMETER: split} if split is not None else {})
                 try:
-                    return self.request("POST", f"{path}?{urlencode(reference)}", action="reset")
+                    return self.request("POST", f"{path}?{urlencode(reference)}", action="reset", route=route)
                 except RowNotFoundError:
                     pass  # not a row the server served as it is (changed, or read elsewhere): send it whole
         try:
-            return self.request("POST", path, body=row, action="reset")
+            return self.request("POST", path, body=row, action="reset", route=route)
         except RequestTooLargeError as error:
             limit = "--max-body-values" if "JSON values" in str(error) else "--max-body-bytes"
             size = f"{len(text):,} bytes of JSON" if text is not None else "not JSON"
@@ -137,10 +148,19 @@ class RemoteProvider:
             client.close()
 
     def request(
-        self, method: str, path: str, *, body: Any = NO_BODY, action: str, timeout: float | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = NO_BODY,
+        action: str,
+        timeout: float | None = None,
+        route: str | None = None,
     ) -> Any:
         """Send one request to the server and return its JSON answer (None for an empty one); `timeout` (seconds)
-        overrides the provider's for this request.
+        overrides the provider's for this request, and `route`, when given, is sent as the `X-Agent-Env-Route`
+        header (a session's every request carries the same one, so that a proxy in front of several servers can
+        send them all to the one that holds its episode).
 
         Raises:
             The error the server answered with, as its own class (`ToolArgumentError`, `EpisodeNotFoundError`,
@@ -148,12 +168,13 @@ class RemoteProvider:
             answer within `timeout`.
         """
         limit = httpx.Timeout(timeout) if timeout is not None else httpx.USE_CLIENT_DEFAULT
+        headers = {ROUTE_HEADER: route} if route is not None else {}
         try:
             if body is NO_BODY:
-                response = self._http().request(method, self.url + path, timeout=limit)
+                response = self._http().request(method, self.url + path, headers=headers, timeout=limit)
             else:  # `null` too: arguments that are null are sent, for the server's session to refuse
                 content = json.dumps(body, ensure_ascii=False).encode()
-                headers = {"Content-Type": "application/json"}
+                headers["Content-Type"] = "application/json"
                 response = self._http().request(
                     method, self.url + path, content=content, headers=headers, timeout=limit
                 )
@@ -161,6 +182,13 @@ class RemoteProvider:
             raise ServerUnavailableError(
                 f"{action}: cannot reach the agent_env server at {self.url} ({error or type(error).__name__}); "
                 "is `agent-env serve` running there?"
+            ) from None
+        except httpx.PoolTimeout:
+            raise CallTimeoutError(
+                f"{action}: no answer from the agent_env server at {self.url} within "
+                f"{timeout if timeout is not None else self.timeout:g} s: all {MAX_CONNECTIONS} of this process's "
+                "connections to it were busy with other calls that long (the server is slower than the calls "
+                "come: give it fewer at once, or more time with a larger timeout)"
             ) from None
         except httpx.TimeoutException:
             raise CallTimeoutError(
@@ -190,7 +218,11 @@ class RemoteProvider:
                     headers = (
                         {b"Authorization": f"Bearer {self.token}".encode()} if self.token is not None else {}
                     )
-                    self._client = httpx.Client(timeout=httpx.Timeout(self.timeout), headers=headers)
+                    self._client = httpx.Client(
+                        timeout=httpx.Timeout(self.timeout),
+                        headers=headers,
+                        transport=ConnectionPool(MAX_CONNECTIONS, KEEPALIVE_EXPIRY),
+                    )
                     self._client_pid = os.getpid()
                 client = self._client
         return client
@@ -218,6 +250,8 @@ class RemoteSession(Session):
 
     def __init__(self, provider: RemoteProvider) -> None:
         self.provider = provider
+        self.route = uuid.uuid4().hex
+        """This session's routing key (`ROUTE_HEADER`), the same on all its requests."""
         self.episode_id: str | None = None
         self._closed = False
         self._pid = os.getpid()
@@ -231,12 +265,12 @@ class RemoteSession(Session):
         self._ended = None
         if self.episode_id is not None:
             try:
-                answer = self.provider.reset_request(self._path("reset"), row)
+                answer = self.provider.reset_request(self._path("reset"), row, self.route)
                 observation: str | None = answer["observation"]
                 return observation
             except EpisodeNotFoundError:
                 self.episode_id = None  # idled out or the server restarted: a reset starts afresh anyway
-        answer = self.provider.reset_request("/episodes", row)
+        answer = self.provider.reset_request("/episodes", row, self.route)
         self._hold(answer["episode_id"])
         observation = answer["observation"]
         return observation
@@ -275,10 +309,14 @@ class RemoteSession(Session):
     def _episode_request(self, action_path: str, body: Any, action: str) -> Any:
         self._require_open()
         if self.episode_id is None:
-            answer = self.provider.request("POST", "/episodes?reset=false", body={}, action=action)
+            answer = self.provider.request(
+                "POST", "/episodes?reset=false", body={}, action=action, route=self.route
+            )
             self._hold(answer["episode_id"])
         try:
-            return self.provider.request("POST", self._path(action_path), body=body, action=action)
+            return self.provider.request(
+                "POST", self._path(action_path), body=body, action=action, route=self.route
+            )
         except CallTimeoutError:
             # The server may be out of reach (a dead link, a frozen host): closing the episode meets the same
             # silence, so it happens in the background rather than holding the caller for a second timeout.
@@ -314,7 +352,9 @@ class RemoteSession(Session):
 
     def _close_episode(self, episode_id: str, timeout: float | None) -> None:
         try:
-            self.provider.request("DELETE", f"/episodes/{episode_id}", action="close", timeout=timeout)
+            self.provider.request(
+                "DELETE", f"/episodes/{episode_id}", action="close", timeout=timeout, route=self.route
+            )
         except RemoteError as error:
             logger.debug("agent_env: closing episode %s: %s", episode_id, error)
 

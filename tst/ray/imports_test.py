@@ -7,10 +7,11 @@ import textwrap
 
 from tst.unit.imports_test import imported_top_level_modules, undeclared
 
-RAY_OWN = {"colorama", "psutil", "starlette", "anyio", "pyarrow", "tqdm"}
+RAY_OWN = {"colorama", "psutil", "starlette", "anyio", "pyarrow", "tqdm", "uvloop"}
 """What Ray itself imports beyond its declared dependencies: colorama and psutil it ships inside its wheel
 (`ray/thirdparty_files`); starlette (with anyio), pyarrow and tqdm it imports only when they happen to be installed
-(they are here, for the server and trl extras), to register serializers and progress bars."""
+(they are here, for the server and trl extras), to register serializers and progress bars, and uvloop (the server
+extra's) for its actors' event loops (`ray/_private/async_compat.py`)."""
 
 
 def test_the_ray_layer_at_work_imports_only_what_the_ray_extra_declares(ray_cluster):

@@ -89,11 +89,12 @@ def test_what_cannot_be_served_is_refused_when_the_app_is_built(environment, opt
 
 
 @contextlib.contextmanager
-def agent_env_serve() -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """`agent-env serve` of the toy in a process of its own on a free port: the process (its stderr piped) and its
-    URL; killed on the way out if it is still running."""
+def agent_env_serve(http: str = "auto", loop: str = "auto") -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`agent-env serve` of the toy in a process of its own on a free port, on the HTTP parser and event loop given:
+    the process (its stderr piped) and its URL; killed on the way out if it is still running."""
     environment = {**os.environ, "PYTHONPATH": f"{ROOT / 'tst' / 'unit'}{os.pathsep}{ROOT}"}
     command = [sys.executable, "-m", "agent_env.cli", "serve", f"{ToyDesk.__module__}:ToyDesk", "--port", "0"]
+    command += ["--http", http, "--loop", loop]
     server = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True)
     try:
         url = None
@@ -135,8 +136,8 @@ def test_a_served_process_stops_on_sigint_within_seconds_even_with_a_hung_tool()
         assert "error" in outcome or outcome["answer"].status_code >= 500
 
 
-def test_sigterm_with_a_slow_body_in_flight_stops_within_the_grace_time_and_answers_it_503_cleanly():
-    with agent_env_serve() as (server, url):
+def test_sigterm_with_a_slow_body_in_flight_stops_within_the_grace_time_and_answers_it_503_cleanly(stack):
+    with agent_env_serve(**stack) as (server, url):
         host, port = url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=20) as slow:
             slow.sendall(  # a body that will not all arrive: 9 of its 100 bytes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -13,6 +14,26 @@ from agent_env.server.app import build_app
 
 from .running import running
 from .toy import RELEASE, ToyDesk
+
+STACKS = {
+    "httptools+uvloop": {"http": "httptools", "loop": "uvloop"},
+    "h11+asyncio": {"http": "h11", "loop": "asyncio"},
+}
+"""The HTTP parsers and event loops `agent-env serve` runs: httptools on uvloop where they are installed (the server
+extra installs them), h11 on asyncio's loop where they are not."""
+
+
+@pytest.fixture(scope="module", params=STACKS.keys())
+def stack(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Each HTTP stack `agent-env serve` can run, as `running`'s (and `uvicorn_options`') `http` and `loop`: a test
+    over a real socket that takes this runs once on each, so both are held to the same limits."""
+    chosen = STACKS[request.param]
+    missing = [name for name in chosen.values() if importlib.util.find_spec(name) is None]
+    if missing and missing != ["asyncio"]:
+        pytest.skip(
+            f"{', '.join(missing)} not installed (the server extra installs them); h11 is tested alone"
+        )
+    return chosen
 
 
 @pytest.fixture

@@ -135,11 +135,11 @@ FAULTS: dict[str, tuple[Callable[[Served], None], dict[str, float]]] = {
 
 
 @pytest.mark.parametrize(("fault", "limits"), FAULTS.values(), ids=FAULTS.keys())
-def test_a_repeated_fault_leaves_other_episodes_alone_and_memory_at_its_baseline(fault, limits):
+def test_a_repeated_fault_leaves_other_episodes_alone_and_memory_at_its_baseline(fault, limits, stack):
     app = build_app(ToyDesk, **limits)
     tracemalloc.start()
     try:
-        with running(app) as url:
+        with running(app, **stack) as url:
             served = Served(url, app)
             for _ in range(2):  # warm up: lazy imports, worker threads, connection pools
                 fault(served)
@@ -211,9 +211,9 @@ def test_a_server_restart_under_a_trainer_fails_each_session_typed_and_training_
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-def test_an_mcp_client_that_disconnects_mid_call_keeps_its_session_and_episode():
+def test_an_mcp_client_that_disconnects_mid_call_keeps_its_session_and_episode(stack):
     app = build_app(ToyDesk, call_timeout=5)
-    with running(app) as url:
+    with running(app, **stack) as url:
         served = Served(url, app)
         initialize = {
             "jsonrpc": "2.0",

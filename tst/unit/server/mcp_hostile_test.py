@@ -69,8 +69,8 @@ def call_body(arguments: bytes, name: bytes = b'"submit_dam_offers"') -> bytes:
 
 
 @pytest.fixture(scope="module")
-def served_desk() -> Iterator[str]:
-    with running(build_app("gridsim-desk", mcp_row={"task_id": "desk-v4/train/0002"})) as url:
+def served_desk(stack: dict[str, str]) -> Iterator[str]:
+    with running(build_app("gridsim-desk", mcp_row={"task_id": "desk-v4/train/0002"}), **stack) as url:
         yield url
 
 

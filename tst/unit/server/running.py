@@ -14,12 +14,16 @@ from agent_env.server._serve import uvicorn_options
 
 
 @contextlib.contextmanager
-def running(app: Any, *, port: int = 0, start_timeout: float = 10.0, **options: Any) -> Iterator[str]:
+def running(
+    app: Any, *, port: int = 0, start_timeout: float = 10.0, protocol: Any = None, **options: Any
+) -> Iterator[str]:
     """Serve `app` on 127.0.0.1 (a free port unless given) until the block ends, as `agent-env serve` does
-    (`uvicorn_options`, with `header_timeout` among `options`); yields the base URL."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", **uvicorn_options(**options)
-    )
+    (`uvicorn_options`, with `header_timeout`, `http` (the parser) and `loop` among `options`; `protocol`, when
+    given, is the HTTP protocol class in place of `serve`'s); yields the base URL."""
+    settings = uvicorn_options(**options)
+    if protocol is not None:
+        settings["http"] = protocol
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **settings)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
