@@ -3,9 +3,10 @@
 An episode ends when an accepted `end_turn` call ends it, on a reply with no tool calls, or after `max_turns`
 replies; its reward is then the environment's (`session.reward()`, which ends a running episode first). A reply's
 calls run in order through the session, each answered by a tool message, as TRL's tool loop runs them. A request
-that fails for good, an environment that raises outside a tool call, or a tool call whose environment's host or
-server fails (a `RemoteError`: a served episode gone, a Ray actor lost, an MCP server dead) ends the episode as
-`error`, unscored; the run goes on.
+that fails for good, an environment that raises outside a tool call (an `UnscoredEpisodeError`: its reset or setup,
+its end_turn or reward, on every provider), or a tool call whose environment's host or server fails (a
+`RemoteError`: a served episode gone, a Ray actor lost, an MCP server dead) ends the episode as `error`, unscored
+and counted (`environment_error`); the run goes on.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from agent_env.errors import UnscoredEpisodeError
 from agent_env.evaluation._arms import Arm
 from agent_env.evaluation._calls import ACCEPTED, run_call
 from agent_env.evaluation._endpoint import ChatClient, RequestFailedError, Sampling
@@ -187,7 +189,7 @@ class Player:
             faults[error.fault] += 1
         except Exception as error:  # the environment (reset, reward, its provider) failed: this episode only
             record.ended_by = "error"
-            record.error = self.client.scrub(f"the environment raised {type(error).__name__}: {error}")
+            record.error = self.client.scrub(environment_failure(error))
             faults[ENVIRONMENT_ERROR] += 1
         finally:
             if session is not None:  # closed even when the run is cancelled (another episode failed it)
@@ -249,6 +251,17 @@ class Player:
             record.transcript.append(tool_message(call.id, outcome.content))
             ended = ended or (outcome.verdict == ACCEPTED and call.name == END_TURN)
         return ended
+
+
+def environment_failure(error: Exception) -> str:
+    """Why an episode whose environment failed ended, as its record says it: an episode the environment could not
+    score (`UnscoredEpisodeError`) by what failed, without the episode's own name (the record is the episode's, and
+    episodes that fail alike are counted together); anything else by what was raised."""
+    if isinstance(error, UnscoredEpisodeError) and error.environment:
+        return f"{error.environment} could not score it: {error.why}"
+    if isinstance(error, UnscoredEpisodeError):
+        return str(error)
+    return f"the environment raised {type(error).__name__}: {error}"
 
 
 STRUCTURE = ("role", "type")

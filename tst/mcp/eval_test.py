@@ -96,6 +96,33 @@ def test_an_episode_whose_server_dies_ends_as_an_error_unscored_and_the_run_goes
     assert wait_until(lambda: not servers_left())
 
 
+def test_an_episode_whose_reward_function_raises_ends_as_an_error_unscored_and_counted(
+    tmp_path: Path,
+) -> None:
+    def reward(episode: Any) -> float:
+        raise KeyError("expected")
+
+    command = scripted_server()
+    environment = MCPEnvironment(
+        StdioServer(command[0], command[1:]),
+        reward=reward,
+        rows={"test": [{"prompt": PROMPT}] * 2},
+        name="count",
+    )
+    env = AgentEnv.local(environment)
+    try:
+        with scripted(lambda body, headers: Answer(completion("Nothing to do."))) as server:
+            report = evaluate(env, Endpoint(server.url), out=tmp_path / "run.jsonl")
+    finally:
+        env.close()
+    assert [(episode.ended_by, episode.reward) for episode in report.episodes] == [("error", None)] * 2
+    said = "count could not score it: its reward function raised KeyError: 'expected' in MCP episode "
+    assert all(episode.error.startswith(said) for episode in report.episodes)  # type: ignore[union-attr]
+    (summary,) = report.summaries
+    assert (summary.failed, summary.faults) == (2, {"environment_error": 2})
+    assert wait_until(lambda: not servers_left())
+
+
 def test_the_eval_command_takes_an_mcp_environment_by_name(tmp_path: Path) -> None:
     with scripted(builder) as server:
         result = CliRunner().invoke(
