@@ -37,6 +37,8 @@ class Report:
         arms: The arms, as (name, what they show).
         summaries: Each arm's numbers, over every episode the run's file holds.
         comparison: `full` against `lossy`, when the run compared them.
+        unrenderable: The tools TRL cannot render as they are, each with what it raised: a plain TRL environment
+            with one could not start, so the `lossy` arm sends its nearest form (`agent_env.training.plain`).
         played: Episodes this invocation played.
         skipped: Episodes it found finished in the file (`--resume`).
         episodes_per_minute: This invocation's pace (None when it played none).
@@ -56,6 +58,7 @@ class Report:
     skipped: int
     episodes_per_minute: float | None
     notes: list[str] = field(default_factory=list)
+    unrenderable: dict[str, str] = field(default_factory=dict)
     out: str = DEFAULT_OUT
     episodes: list[Episode] = field(default_factory=list, repr=False)
 
@@ -126,7 +129,8 @@ async def aevaluate(
         concurrency: Episodes in flight at once.
         max_turns: The most replies an episode gets.
         sampling: Sampling settings (seeds: episode i is asked with `seed + i`, in every arm).
-        compare_with: "lossy" plays every episode a second time with TRL's method schemas.
+        compare_with: "lossy" plays every episode a second time with the tools as a plain TRL environment shows
+            them (TRL's own rendering of the environment's tool methods).
         template: A chat template whose family's lowering the full arm sends, as `env.factory` builds it.
         out: The JSONL file: a settings line, then one line per finished episode.
         resume: Continue the run `out` holds, skipping the episodes it finished.
@@ -183,6 +187,7 @@ async def aevaluate(
         skipped=len(tasks) * len(chosen) - len(todo),
         episodes_per_minute=len(todo) / elapsed * 60 if todo and elapsed > 0 else None,
         notes=[*notes, *reply_notes(summaries)],
+        unrenderable={name: why for arm in chosen for name, why in arm.unrenderable.items()},
         out=str(out),
         episodes=played,
     )
@@ -203,7 +208,7 @@ def run_header(
         "model": model,
         "base_url": endpoint.base_url,
         **settings,
-        "arms": [{"name": arm.name, "shows": arm.shows, "tools": arm.fingerprint()} for arm in chosen],
+        "arms": [arm.settings() for arm in chosen],
         "api_key_env": endpoint.api_key_env,
     }
 

@@ -1,8 +1,7 @@
-"""The environment instance a TRL trainer gets, the two tool lists it can show, and the first turn it starts from."""
+"""The environment instance a TRL trainer gets, the tools it shows, and the first turn it starts from."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -53,15 +52,6 @@ def judged(
 def schema_tools(instance: object) -> list[Any]:
     """The tools TRL (>= 1.15) renders for an instance: a SchemaTool per tool."""
     return discovered_tools(instance)
-
-
-def method_tools(instance: object) -> list[Any]:
-    """The lossy alternative: every tool as the class's method, which transformers renders via `get_json_schema`."""
-    return [
-        function.__get__(instance)
-        for name, function in inspect.getmembers(type(instance), predicate=inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    ]
 
 
 def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") -> list[dict[str, Any]]:

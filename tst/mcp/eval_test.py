@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from agent_env import AgentEnv
 from agent_env.cli import app
 from agent_env.evaluation import Endpoint, evaluate
+from agent_env.evaluation._arms import lossy_arm
 from agent_env.mcp import MCPEnvironment, StdioServer
 from tst.mcp.conftest import EXAMPLES, NODE, node_server, servers_left, wait_until
 from tst.mcp.conftest import scripted as scripted_server
@@ -120,6 +121,30 @@ def test_an_episode_whose_reward_function_raises_ends_as_an_error_unscored_and_c
     assert all(episode.error.startswith(said) for episode in report.episodes)  # type: ignore[union-attr]
     (summary,) = report.summaries
     assert (summary.failed, summary.faults) == (2, {"environment_error": 2})
+    assert wait_until(lambda: not servers_left())
+
+
+def test_the_lossy_arm_of_an_mcp_environment_is_trls_own_port_of_the_servers_listing() -> None:
+    env = AgentEnv.local(knowledge_graph.environment)
+    try:
+        arm = lossy_arm(env)
+        listed = {tool.name: tool.listed_schema for tool in env.provider.environment.tools.values()}
+    finally:
+        env.close()
+    assert arm.shows == (
+        "TRL's own rendering of the environment's tool methods (get_json_schema); TRL's own port of each listed "
+        "tool (trl.experimental.openreward), rendered by get_json_schema"
+    )  # end_turn is agent_env's own method; the rest are the server's listing
+    sent = {tool["function"]["name"]: tool["function"] for tool in arm.tools}
+    entities = sent["create_entities"]["parameters"]["properties"]["entities"]
+    assert entities == {
+        "type": "array",
+        "description": "entities",
+    }  # no items: the port reads top-level types
+    assert listed["create_entities"]["properties"]["entities"]["items"]["required"] == [
+        "name", "entityType", "observations",
+    ]  # fmt: skip
+    assert arm.unrenderable == {}  # every tool of server-memory binds: a plain TRL port could start with it
     assert wait_until(lambda: not servers_left())
 
 

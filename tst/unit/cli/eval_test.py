@@ -61,7 +61,14 @@ def test_the_table_shows_each_arm_the_paired_differences_and_the_faults(tmp_path
     assert (
         lines[0] == f"ToyDesk on scripted, split test: 4 episodes in each of 2 arms ({tmp_path / 'r.jsonl'})"
     )
-    assert lines[1:3] == ["  full: published schemas", "  lossy: TRL's method schemas (get_json_schema)"]
+    assert lines[1:3] == [
+        "  full: published schemas",
+        "  lossy: TRL's own rendering of the environment's tool methods (get_json_schema)",
+    ]
+    assert lines[3].startswith(
+        "  TRL cannot render 1 tool as written, so a plain TRL environment with it could not"
+    )
+    assert lines[4].startswith("    submit_offers: TypeHintParsingException: Couldn't convert the type hint")
     reward = next(line for line in lines if line.startswith("mean reward [95% CI]"))
     assert reward.split("│")[1:] == [
         " 0.300 [0.300, 0.300] ",
