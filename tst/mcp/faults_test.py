@@ -468,7 +468,7 @@ class TestServersThatBreakTheProtocol:
         with env.open() as session:
             session.reset()
             assert session.call_tool("change_and_stall", {}) == "changed"
-            with pytest.raises(MCPTimeoutError, match="tool 'ok' got no answer .* within 1 s"):
+            with pytest.raises(MCPTimeoutError, match=r"tool 'ok' got no answer .* within 1 s"):
                 session.call_tool("ok", {})  # it waited for ever on the listing the server never gives
 
     def test_a_call_cut_short_by_closing_its_episode_does_not_blame_the_server(

@@ -78,7 +78,7 @@ def call(request_id: object, name: str, arguments: dict) -> None:
 
 def stalled() -> bool:
     flag = "--stall-listing-after"
-    return bool(STALLING) or flag in sys.argv and os.path.exists(sys.argv[sys.argv.index(flag) + 1])
+    return bool(STALLING) or (flag in sys.argv and os.path.exists(sys.argv[sys.argv.index(flag) + 1]))
 
 
 if "--latin1-banner" in sys.argv:
