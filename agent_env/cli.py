@@ -490,11 +490,23 @@ def eval_command(
     api_key_env: Annotated[
         str, typer.Option(help="The environment variable holding the API key (the key is never an option).")
     ] = "OPENAI_API_KEY",
-    split: Annotated[str, typer.Option(help="The dataset split whose rows start the episodes.")] = "test",
+    split: Annotated[
+        str | None,
+        typer.Option(help="The dataset split whose rows start the episodes.", show_default="test"),
+    ] = None,
+    rows: Annotated[
+        Path | None,
+        typer.Option(
+            "--rows",
+            metavar="FILE",
+            help="Start the episodes from these rows instead of a split's: JSON lines, one row (a JSON object "
+            "with its prompt) a line. How a bare --mcp server, which has no dataset, is evaluated.",
+        ),
+    ] = None,
     episodes: Annotated[
         int | None,
         typer.Option(
-            min=1, help="Episodes to play: the split's first N rows (cycling, new seeds); default all rows."
+            min=1, help="Episodes to play: the first N rows (cycling, new seeds); default all rows."
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes in flight at once.")] = 8,
@@ -570,6 +582,15 @@ def eval_command(
                 "agent-env eval needs the `eval` extra (the openai client): pip install 'agent-env[eval]'"
             ) from None
         body = _json_object("--extra-body", extra_body)
+        if rows is not None and split is not None:
+            raise ValueError(
+                "name either --split or --rows (the rows to play instead of a split's), not both"
+            )
+        given = None
+        if rows is not None:  # read now, before any server starts
+            from agent_env.evaluation._given_rows import read_rows
+
+            given = read_rows(rows)
         if plot is not None:  # found now, not after the whole run
             from agent_env.evaluation._plot import check_plot_path
 
@@ -586,7 +607,7 @@ def eval_command(
             report = evaluate(
                 env,
                 endpoint,
-                split=split,
+                split=split or "test",
                 episodes=episodes,
                 concurrency=concurrency,
                 max_turns=max_turns,
@@ -598,6 +619,7 @@ def eval_command(
                 on_episode=lambda episode, done, total: progress.update(
                     task, completed=done, total=total, description=f"{episode.arm} {episode.episode}"
                 ),
+                rows=given,
             )
     if json_output:
         typer.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))

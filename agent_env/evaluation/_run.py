@@ -7,7 +7,7 @@ import asyncio
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
@@ -16,6 +16,7 @@ from agent_env._agent_env import AgentEnv
 from agent_env.evaluation._arms import FULL, Arm, arms
 from agent_env.evaluation._endpoint import ChatClient, Endpoint, Sampling
 from agent_env.evaluation._episode import Episode, Player, Task
+from agent_env.evaluation._given_rows import given_rows
 from agent_env.evaluation._records import RunFile
 from agent_env.evaluation._stats import ArmSummary, Comparison, compare, summarize
 from agent_env.schema import fingerprint
@@ -83,6 +84,7 @@ def evaluate(
     out: str | os.PathLike[str] = DEFAULT_OUT,
     resume: bool = False,
     on_episode: OnEpisode | None = None,
+    rows: Sequence[Mapping[str, Any]] | None = None,
 ) -> Report:
     """Play `env`'s episodes against an OpenAI-compatible endpoint and sum them up (see `aevaluate`)."""
     return asyncio.run(
@@ -99,6 +101,7 @@ def evaluate(
             out=out,
             resume=resume,
             on_episode=on_episode,
+            rows=rows,
         )
     )
 
@@ -117,6 +120,7 @@ async def aevaluate(
     out: str | os.PathLike[str] = DEFAULT_OUT,
     resume: bool = False,
     on_episode: OnEpisode | None = None,
+    rows: Sequence[Mapping[str, Any]] | None = None,
 ) -> Report:
     """Play `env`'s episodes against an OpenAI-compatible endpoint, log each to `out` as it ends, and sum them up.
 
@@ -135,6 +139,8 @@ async def aevaluate(
         out: The JSONL file: a settings line, then one line per finished episode.
         resume: Continue the run `out` holds, skipping the episodes it finished.
         on_episode: Called as each episode ends.
+        rows: The rows to start the episodes from instead of the split's (`agent-env eval --rows FILE`): how an
+            environment without a dataset, a bare MCP server, is evaluated. Each is checked as a `reset` row first.
 
     Raises:
         EndpointError: The endpoint cannot be reached, refuses the key, or leaves the model unnamed.
@@ -149,16 +155,20 @@ async def aevaluate(
     client = ChatClient(endpoint)
     try:
         model, notes = await client.check()
+        # A model the server named is text it wrote, scrubbed like any (the key in it, however absurd, never shows);
+        # one the user named is the user's own. Requests ask for the model as it is.
+        shown_model = model if endpoint.model is not None else client.scrub(model)
         chosen = arms(env, compare=compare_with, template=template)
         published = env.tools()
-        tasks = plan(env.provider, split, episodes)
+        tasks = plan(env.provider, split, episodes, given_rows(env.provider, rows))
         settings = {
-            "split": split,
+            "split": split if rows is None else None,
+            "rows": None if rows is None else {"count": len(rows), "fingerprint": fingerprint(list(rows))},
             "max_turns": max_turns,
             "sampling": sampling.settings(),
             "template": template,
         }
-        header = run_header(env, published, model, endpoint, chosen, settings)
+        header = run_header(env, published, shown_model, endpoint, chosen, settings)
         log = RunFile(out, header, resume=resume)
         try:
             todo = [(task, arm) for task in tasks for arm in chosen if not log.finished(arm.name, task.id)]
@@ -178,8 +188,8 @@ async def aevaluate(
     summaries = [summarize(played, arm.name) for arm in chosen]
     return Report(
         environment=env.provider.name,
-        model=model,
-        split=split,
+        model=shown_model,
+        split=split if rows is None else "given rows",
         arms=[(arm.name, arm.shows) for arm in chosen],
         summaries=summaries,
         comparison=compare(played, FULL, chosen[1].name) if len(chosen) > 1 else None,
@@ -241,13 +251,18 @@ async def play_all(
         raise failed.exceptions[0] from None
 
 
-def plan(provider: Provider, split: str, episodes: int | None) -> list[Task]:
-    """The run's episodes: the split's rows in order (cycling past the last, each round a new `#k` id), or, for
-    an environment without a dataset, `episodes` episodes from an empty row."""
-    try:
-        rows = provider.dataset_rows(split)
-    except NotImplementedError:
-        rows = []
+def plan(
+    provider: Provider, split: str, episodes: int | None, rows: list[dict[str, Any]] | None = None
+) -> list[Task]:
+    """The run's episodes: the given `rows`, or the split's, in order (cycling past the last, each round a new
+    `#k` id), or, for an environment without a dataset, `episodes` episodes from an empty row."""
+    if rows is not None:
+        split = "rows"  # the ids of given rows without one of their own: rows/0, rows/1, ...
+    else:
+        try:
+            rows = provider.dataset_rows(split)
+        except NotImplementedError:
+            rows = []
     if not rows:
         if episodes is None:
             raise LookupError(

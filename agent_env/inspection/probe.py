@@ -61,7 +61,7 @@ def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") ->
         rows = env.provider.dataset_rows(split)
     except (NotImplementedError, LookupError):
         rows = []
-    if not rows or not isinstance(rows[0].get("prompt"), list):
+    if not rows or not isinstance(rows[0].get("prompt"), list | str) or not rows[0]["prompt"]:
         return [{"role": "user", "content": PLAIN_TURN}]
     row = rows[0]
     return opening(
@@ -72,8 +72,12 @@ def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") ->
 def opening(prompt: Any, observation: Any) -> list[dict[str, Any]]:
     """The conversation a rollout starts from: a row's `prompt` with the `reset` observation appended to its last
     message as GRPOTrainer (and AsyncGRPO's rollout worker) append it: to its text as is (the observation brings its
-    own separation: `agent_env.training.trl.own_paragraph`), or after content parts as one more part; without a
-    prompt, one user turn of the observation (or a plain one)."""
+    own separation: `agent_env.training.trl.own_paragraph`), or after content parts as one more part; a prompt that
+    is text is one user turn of it; without a prompt, one user turn of the observation (or a plain one)."""
+    if (
+        isinstance(prompt, str) and prompt
+    ):  # a prompt in TRL's standard (not conversational) form: one user turn
+        prompt = [{"role": "user", "content": prompt}]
     if not isinstance(prompt, list) or not prompt:
         text = observation if isinstance(observation, str) and observation else PLAIN_TURN
         return [{"role": "user", "content": text}]

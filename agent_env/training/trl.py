@@ -98,7 +98,10 @@ def own_paragraph(observation: str | None, row: Mapping[str, Any]) -> str | None
 
 
 def _last_text(prompt: Any) -> str:
-    """The text TRL appends an observation after: the last message's content, or its last part's text."""
+    """The text TRL appends an observation after: the last message's content, or its last part's text (a prompt
+    that is text: itself)."""
+    if isinstance(prompt, str):
+        return prompt
     if not isinstance(prompt, list) or not prompt or not isinstance(prompt[-1], dict):
         return ""
     content = prompt[-1].get("content")

@@ -180,7 +180,33 @@ def test_the_eval_command_on_a_bare_server_says_where_rows_come_from(tmp_path: P
         result = CliRunner().invoke(app, [*command, "--base-url", server.url])
     assert result.exit_code == 2
     assert (
-        "has no dataset split 'test': it was given no rows: describe it with MCPEnvironment(..., rows=...)"
-        in " ".join(result.output.split())
-    )
+        "has no dataset split 'test': it was given no rows: give them with MCPEnvironment(..., rows=...) (in a "
+        "module, named as module:name), or to agent-env eval with --rows FILE (JSON lines, a row with its prompt "
+        "a line)"
+    ) in " ".join(result.output.split())
+    assert wait_until(lambda: not servers_left())
+
+
+def test_the_eval_command_plays_a_bare_server_on_rows_given_in_a_file(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(row) + "\n" for row in knowledge_graph.ROWS[:2]))
+    out = tmp_path / "run.jsonl"
+    command = [
+        "eval",
+        "--mcp",
+        f"{NODE} {node_server('server-memory')}",
+        "--rows",
+        str(rows),
+        "--out",
+        str(out),
+    ]
+    with scripted(builder) as server:
+        result = CliRunner().invoke(app, [*command, "--base-url", server.url], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    episodes = [json.loads(line) for line in out.read_text().splitlines()[1:]]
+    assert [line["episode"] for line in episodes] == ["team-0", "team-1"]
+    assert [[call["verdict"] for call in line["calls"]] for line in episodes] == [
+        ["invalid_arguments", "accepted", "accepted", "accepted"]
+    ] * 2  # the server's own tools, validated and sent; the server has no reward of its own, so each scores 0
+    assert [line["reward"] for line in episodes] == [0.0, 0.0]
     assert wait_until(lambda: not servers_left())
