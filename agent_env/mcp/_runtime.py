@@ -328,7 +328,7 @@ def _check_reward_tool(label: str, entry: Any) -> None:
     required = schema.get("required") or []
     if required:
         raise ToolDefinitionError(
-            f"{label}'s reward tool {entry.name!r} requires arguments ({', '.join(map(str, required))}), but "
+            f"the reward tool {entry.name!r} of {label} requires arguments ({', '.join(map(str, required))}), but "
             "agent_env calls it with none to score an episode; name a tool that takes none, or give a reward "
             f"function that calls it with what it needs: `def reward(episode): return "
             f"episode.call_tool({entry.name!r}, {{...}}).json()`"
