@@ -68,7 +68,9 @@ def test_the_table_shows_each_arm_the_paired_differences_and_the_faults(tmp_path
     assert lines[3].startswith(
         "  TRL cannot render 1 tool as written, so a plain TRL environment with it could not"
     )
-    assert lines[4].startswith("    submit_offers: TypeHintParsingException: Couldn't convert the type hint")
+    assert lines[4].startswith(
+        "    submit_offers: TypeHintParsingException: "
+    )  # transformers' own words follow
     reward = next(line for line in lines if line.startswith("mean reward [95% CI]"))
     assert reward.split("│")[1:] == [
         " 0.300 [0.300, 0.300] ",

@@ -76,9 +76,7 @@ def test_the_lossy_arm_sends_what_plain_trl_shows_and_its_calls_are_still_held_t
     # TRL cannot render a pydantic model: its nearest form, an array of bare objects, is sent, and the run says so
     assert submit["function"]["parameters"]["properties"]["curves"]["items"] == {"type": "object"}
     assert list(report.unrenderable) == ["submit_offers"]
-    assert report.unrenderable["submit_offers"].startswith(
-        "TypeHintParsingException: Couldn't convert the type hint"
-    )
+    assert report.unrenderable["submit_offers"].startswith("TypeHintParsingException: ")
     refusals = {tool_results(body)[0] for body, _ in server.requests if tool_results(body)}
     assert len(refusals) == 1 and "curves[0].points[1]: [100] has less than 2 items" in refusals.pop()
     comparison = report.comparison

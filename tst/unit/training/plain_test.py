@@ -116,11 +116,14 @@ def test_the_desk_loses_in_trls_own_rendering_only_what_trl_itself_drops():
     withdraw = shown["withdraw_offers"].schema["function"]["parameters"]["properties"]
     assert withdraw["product"]["enum"] == ["energy", "regup", "regdn", "rrspfr", "rrsffr", "ecrs", "nspin"]
     assert withdraw["hours"]["anyOf"] == [{"type": "string"}, {"type": "array", "items": {"type": "integer"}}]
-    assert unrenderable(list(shown.values())) == {
-        name: "TypeHintParsingException: Couldn't convert the type hint <class "
-        "'agent_env.envs.gridsim.desk.CurveOffer'> to a JSON schema, likely because it is a custom class or object."
-        for name in ("check_offers", "submit_dam_offers")
-    }
+    refused = unrenderable(list(shown.values()))
+    assert sorted(refused) == [
+        "check_offers",
+        "submit_dam_offers",
+    ]  # their TypedDict hints: TRL raises on them
+    assert all(
+        why.startswith("TypeHintParsingException: ") and "CurveOffer" in why for why in refused.values()
+    )
 
 
 def test_a_tool_trl_cannot_render_is_shown_in_its_nearest_form_and_said_to_be_refused():
@@ -158,10 +161,8 @@ def test_a_tool_trl_cannot_render_is_shown_in_its_nearest_form_and_said_to_be_re
 
 def test_a_parameter_the_docstring_leaves_out_is_described_by_its_published_description_in_the_nearest_form():
     weigh = next(tool for tool in plain_tools(AgentEnv.local(Shapes).provider) if tool.name == "weigh_it")
-    assert weigh.refused == (
-        "DocstringParsingException: Cannot generate JSON schema for weigh because the docstring has no description "
-        "for the argument 'grams'"
-    )
+    assert weigh.refused is not None
+    assert weigh.refused.startswith("DocstringParsingException: ") and "'grams'" in weigh.refused
     assert weigh.schema["function"]["name"] == "weigh_it"  # the published name, which calls are held to
     assert weigh.schema["function"]["parameters"]["properties"] == {
         "grams": {"type": "number", "description": "Grams of it."}
