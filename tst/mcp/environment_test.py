@@ -185,7 +185,9 @@ class TestCalls:
         with pytest.raises(ToolDefinitionError) as refused:
             environments(AgentEnv.mcp, StdioServer(*_split(scripted())), reward="echo")
         said = str(refused.value)
-        assert said.startswith("the reward tool 'echo' of MCP server 'scripted")  # not "server 'x''s reward tool"
+        assert said.startswith(
+            "the reward tool 'echo' of MCP server 'scripted"
+        )  # not "server 'x''s reward tool"
         assert "' requires arguments (text), but agent_env calls it with none" in said and "''s" not in said
 
     def test_naming_the_reward_tool_among_the_models_tools_is_refused_saying_it_is_hidden(
