@@ -266,3 +266,28 @@ def test_arguments_that_are_not_a_mapping_are_refused_saying_what_to_send(sessio
     with pytest.raises(ToolArgumentError, match=r"\(this tool takes no arguments: send \{\}\); got null"):
         session.call_tool("battery_status", None)
     assert vars(session.environment) == before
+
+
+class SettlesBadly(ToyDesk):
+    def end_turn(self) -> str:
+        """End your turn: the book is settled."""
+        raise ArithmeticError("the settlement does not balance")
+
+
+def test_an_end_turn_that_raises_when_the_reward_ends_the_episode_leaves_it_unscored_not_a_tool_failure(
+    caplog,
+):
+    session = LocalSession(SettlesBadly())
+    session.reset(task="t2")
+    with caplog.at_level(logging.ERROR, logger="agent_env"), pytest.raises(UnscoredEpisodeError) as failed:
+        session.reward()  # the model never called end_turn: reading the reward runs it
+    assert str(failed.value) == (
+        'SettlesBadly could not score the episode of row {"task": "t2"} (in process): its end_turn, run to end the '
+        "episode before its reward is read, raised ArithmeticError: the settlement does not balance"
+    )
+    assert isinstance(failed.value.__cause__, ArithmeticError)
+    assert (
+        not caplog.records
+    )  # not logged as a failed tool call: the trainer's adapter warns once, with the traceback
+    with pytest.raises(EpisodeEndedError):  # the episode is over all the same
+        session.call_tool("battery_status", {})
