@@ -7,12 +7,15 @@ from agent_env.errors import (
     EpisodeEndedError,
     EpisodeNotStartedError,
     EpisodeStateError,
+    InfrastructureFailedError,
+    RewardError,
     SessionClosedError,
     ToolArgumentError,
     ToolDefinitionError,
     ToolError,
     ToolFailedError,
     UnknownToolError,
+    UnscoredEpisodeError,
 )
 from agent_env.session import LocalProvider, LocalSession, Session
 from agent_env.tools import Tool, ToolSet, tool
@@ -24,8 +27,10 @@ __all__ = [
     "EpisodeEndedError",
     "EpisodeNotStartedError",
     "EpisodeStateError",
+    "InfrastructureFailedError",
     "LocalProvider",
     "LocalSession",
+    "RewardError",
     "Session",
     "SessionClosedError",
     "Tool",
@@ -35,6 +40,7 @@ __all__ = [
     "ToolFailedError",
     "ToolSet",
     "UnknownToolError",
+    "UnscoredEpisodeError",
     "tool",
 ]
 __version__ = "0.1.0"

@@ -144,10 +144,16 @@ class AgentEnv:
         self.provider.close()
 
     def dataset(self, split: str = "train") -> datasets.Dataset:
-        """The tasks of a split as a `datasets.Dataset` whose rows `reset(**row)` accepts (needs the `trl` extra)."""
-        import datasets
+        """The tasks of a split as a `datasets.Dataset` whose rows `reset(**row)` accepts, each value given back as
+        it was given (a column Arrow cannot hold as is is stored as JSON); needs the `trl` extra.
 
-        return datasets.Dataset.from_list(self.provider.dataset_rows(split))
+        Raises:
+            DatasetRowsError: A row `reset` cannot take, or a value no dataset can carry (an integer past 64 bits, a
+                set): the message names the row and the key.
+        """
+        from agent_env._dataset import rows_dataset
+
+        return rows_dataset(self.provider.dataset_rows(split), environment=self.provider.name, split=split)
 
     def __repr__(self) -> str:
         return f"AgentEnv({self.provider.name!r})"

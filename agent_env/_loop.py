@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -67,3 +68,16 @@ def spawn(coroutine: Coroutine[Any, Any, Any]) -> None:
 def background_loop() -> asyncio.AbstractEventLoop:
     """The background loop itself (started if it is not yet), for scheduling work on it from any thread."""
     return _background_loop()
+
+
+async def off_loop(function: Callable[..., T], *arguments: Any) -> T:
+    """`function(*arguments)` in the running loop's default executor, off the loop; in this thread instead once the
+    interpreter is exiting, when that executor takes no more work ("cannot schedule new futures after interpreter
+    shutdown"), so that what must still happen then (a connection's clean-up, run by a finalizer) does, and no
+    task fails at exit with a traceback. An error `function` raises is raised as it is."""
+    loop = asyncio.get_running_loop()
+    try:
+        pending = loop.run_in_executor(None, functools.partial(function, *arguments))
+    except RuntimeError:  # the executor was shut down: only submitting failed, nothing of `function` ran
+        return function(*arguments)
+    return await pending

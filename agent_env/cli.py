@@ -242,7 +242,9 @@ def render(
     lossy: Annotated[
         bool,
         typer.Option(
-            "--lossy", help="Show TRL's method schemas (get_json_schema) instead of the published ones."
+            "--lossy",
+            help="Show the tools as a plain TRL environment would (TRL's own rendering of the tool methods) "
+            "instead of the published schemas.",
         ),
     ] = False,
     stock: Annotated[
@@ -265,11 +267,13 @@ def render(
     published schemas, lowered for Gemma 4 and gpt-oss templates so that nothing is lost (--stock: as published,
     whatever the template drops). The prompt goes to stdout; a one-line summary to stderr.
     """
-    from agent_env.inspection.probe import first_turn, method_tools, schema_tools, trl_instance
+    from agent_env.inspection.probe import first_turn, schema_tools, trl_instance
     from agent_env.inspection.targets import open_environment
     from agent_env.training.families import family_of
+    from agent_env.training.plain import plain_tools, unrenderable
     from agent_env.training.templates import resolve_template
 
+    refused: dict[str, str] = {}
     with (
         _reported("render"),
         closing(
@@ -279,16 +283,27 @@ def render(
         chat_template = resolve_template(template)
         with trl_instance(env, None if stock or lossy else chat_template) as instance:
             conversation = first_turn(env, instance, split)
-            shown = method_tools(instance) if lossy else schema_tools(instance)
+            if lossy:
+                plain = plain_tools(env.provider)
+                shown: list[Any] = [tool.schema for tool in plain]
+                refused = unrenderable(plain)
+            else:
+                shown = schema_tools(instance)
             prompt = chat_template.render(conversation, shown)
     family = family_of(chat_template.text)
     if lossy:
-        kind = "method schemas (the lossy path)"
+        kind = "a plain TRL environment renders them (the lossy path)"
     elif family is not None and not stock:
         kind = f"published schemas lowered for {family.name} (SchemaTools)"
     else:
         kind = "published schemas (SchemaTools)"
     typer.echo(f"# {env.provider.name} under {template}: {len(shown)} tools as {kind}", err=True)
+    for name, why in refused.items():
+        typer.echo(
+            f"# {name}: TRL cannot render it as written ({why}), so a plain TRL environment could not even start; "
+            "shown in its nearest form",
+            err=True,
+        )
     typer.echo(prompt, nl=False)
 
 
@@ -320,10 +335,12 @@ def check(
     changing any keyword still changes the prompt), transformed (some keywords do not reach the model: listed),
     no tool block, or fails (the template raises). Then what the published tools leave the model to guess under
     any template (no description, undescribed parameters, open objects). Tokens (with all templates, or when
-    qwen3 is named): the real Qwen3 tokenizer under qwen3, method schemas against published ones. Exits 1 when a tool is neither exact nor lossless under a template named explicitly, or
-    when a trainer's factory would refuse that template for a reason no lowering fixes (said under the table).
+    qwen3 is named): the real Qwen3 tokenizer under qwen3, what a plain TRL environment shows (TRL's own rendering of
+    the tool methods) against the published schemas. Exits 1 when a tool is neither exact nor lossless under a template
+    named explicitly, or when a trainer's factory would refuse that template for a reason no lowering fixes (said
+    under the table).
     """
-    from agent_env.inspection.probe import judged, method_tools, schema_tools, trl_instance
+    from agent_env.inspection.probe import judged, schema_tools, trl_instance
     from agent_env.inspection.targets import open_environment
     from agent_env.inspection.tokens import TOKEN_TEMPLATE, tool_tokens
     from agent_env.inspection.views import fidelity_json, show_fidelity, show_gaps, show_tokens
@@ -331,6 +348,7 @@ def check(
     from agent_env.session import tools_published_elsewhere
     from agent_env.training.families import family_of
     from agent_env.training.fidelity import PROBE
+    from agent_env.training.plain import plain_tools
     from agent_env.training.templates import resolve_template, shipped_template_names
 
     explicit = templates != "all"
@@ -358,8 +376,9 @@ def check(
         if not explicit or TOKEN_TEMPLATE in names:
             with trl_instance(env) as instance:
                 try:
-                    tokens = tool_tokens(PROBE, schema_tools(instance), method_tools(instance))
-                except LookupError as error:
+                    lossy = [tool.schema for tool in plain_tools(env.provider)]
+                    tokens = tool_tokens(PROBE, schema_tools(instance), lossy)
+                except (LookupError, ImportError) as error:  # no tokenizer, or no TRL to port a listing
                     typer.echo(f"agent-env check: no token counts: {error}", err=True)
     tool_set = fingerprint(published)
     if json_output:
@@ -502,11 +521,23 @@ def eval_command(
     api_key_env: Annotated[
         str, typer.Option(help="The environment variable holding the API key (the key is never an option).")
     ] = "OPENAI_API_KEY",
-    split: Annotated[str, typer.Option(help="The dataset split whose rows start the episodes.")] = "test",
+    split: Annotated[
+        str | None,
+        typer.Option(help="The dataset split whose rows start the episodes.", show_default="test"),
+    ] = None,
+    rows: Annotated[
+        Path | None,
+        typer.Option(
+            "--rows",
+            metavar="FILE",
+            help="Start the episodes from these rows instead of a split's: JSON lines, one row (a JSON object "
+            "with its prompt) a line. How a bare --mcp server, which has no dataset, is evaluated.",
+        ),
+    ] = None,
     episodes: Annotated[
         int | None,
         typer.Option(
-            min=1, help="Episodes to play: the split's first N rows (cycling, new seeds); default all rows."
+            min=1, help="Episodes to play: the first N rows (cycling, new seeds); default all rows."
         ),
     ] = None,
     trials: Annotated[
@@ -524,7 +555,8 @@ def eval_command(
     compare: Annotated[
         str | None,
         typer.Option(
-            help="lossy: play every episode again with TRL's method schemas, and print the paired differences."
+            help="lossy: play every episode again with the tools as a plain TRL environment shows them (TRL's own "
+            "rendering of the tool methods), and print the paired differences."
         ),
     ] = None,
     template: Annotated[
@@ -620,6 +652,15 @@ def eval_command(
                 "agent-env eval needs the `eval` extra (the openai client): pip install 'agent-env[eval]'"
             ) from None
         body = _json_object("--extra-body", extra_body)
+        if rows is not None and split is not None:
+            raise ValueError(
+                "name either --split or --rows (the rows to play instead of a split's), not both"
+            )
+        given = None
+        if rows is not None:  # read now, before any server starts
+            from agent_env.evaluation._given_rows import read_rows
+
+            given = read_rows(rows)
         settings = {**parse_config(config or []), **_model_settings(
             "user", user_base_url, user_model, user_api_key_env, user_temperature
         ), **_model_settings("judge", judge_base_url, judge_model, judge_api_key_env, None)}  # fmt: skip
@@ -644,7 +685,7 @@ def eval_command(
             report = evaluate(
                 env,
                 endpoint,
-                split=split,
+                split=split or "test",
                 episodes=episodes,
                 trials=trials,
                 concurrency=concurrency,
@@ -657,6 +698,7 @@ def eval_command(
                 on_episode=lambda episode, done, total: progress.update(
                     task, completed=done, total=total, description=f"{episode.arm} {episode.episode}"
                 ),
+                rows=given,
             )
     if json_output:
         typer.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))

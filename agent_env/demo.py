@@ -1,8 +1,8 @@
 """The main job on the built-in default: the desk through the TRL factory, exactly as a trainer would use it.
 
 Run `agent-env demo` (or `make demo`, or `python -m agent_env.demo`): it builds `AgentEnv.local("gridsim-desk")
-.factory` (render check included), shows the `submit_dam_offers` tool block the model sees next to what TRL's method
-schema would give, with Qwen3 token counts, plays one test-split episode through the SchemaTools with a malformed
+.factory` (render check included), shows the `submit_dam_offers` tool block the model sees next to what plain TRL
+would show (`agent_env.training.plain`), with Qwen3 token counts, plays one test-split episode through the SchemaTools with a malformed
 call first, and scores it. `agent-env demo --train` then runs a few real `trl.GRPOTrainer` steps (TRL and torch must
 be installed).
 """
@@ -21,11 +21,12 @@ from agent_env import AgentEnv, ToolError
 from agent_env.envs import DEFAULT_ENVIRONMENT
 from agent_env.envs.gridsim.baselines import arbitrage_with_as
 from agent_env.envs.gridsim.bundle import load_bundle
-from agent_env.inspection.probe import method_tools, schema_tools
+from agent_env.inspection.probe import schema_tools
 from agent_env.inspection.rendering import differing_lines
 from agent_env.inspection.tokens import qwen3_template, tool_tokens
 from agent_env.schema import fingerprint
 from agent_env.training.fidelity import PROBE
+from agent_env.training.plain import plain_tools
 from agent_env.training.rendering import render
 
 TASK_ID = "desk-v4/test/0000"
@@ -45,7 +46,7 @@ def run_demo(console: Console, *, train: bool = False, model: str | None = None,
     """
     env = AgentEnv.local(DEFAULT_ENVIRONMENT, chat_template=qwen3_template())
     desk = build_factory(console, env)
-    show_tool_block(console, desk)
+    show_tool_block(console, env, desk)
     play_episode(console, desk)
     if train or model is not None:
         train_steps(console, env, model=model, steps=steps)
@@ -71,18 +72,27 @@ def build_factory(console: Console, env: AgentEnv) -> Any:
     return desk
 
 
-def show_tool_block(console: Console, desk: Any) -> None:
-    """The tool's line in the prompt, SchemaTool against method schema, with token counts: side by side on a wide
-    console, one after the other on a narrower one (an 80-column terminal)."""
+def show_tool_block(console: Console, env: AgentEnv, desk: Any) -> None:
+    """The tool's line in the prompt, SchemaTool against what plain TRL shows, with token counts: side by side on a
+    wide console, one after the other on a narrower one (an 80-column terminal)."""
     _section(console, f"2. What the model sees for {SHOWN_TOOL}, under Qwen3")
     template = qwen3_template()
     full = next(tool for tool in schema_tools(desk) if getattr(tool, "__name__", None) == SHOWN_TOOL)
-    lossy = next(tool for tool in method_tools(desk) if tool.__name__ == SHOWN_TOOL)
-    full_text, lossy_text = differing_lines(render(PROBE, [full], template), render(PROBE, [lossy], template))
-    tokens = {row.tool: row for row in tool_tokens(PROBE, schema_tools(desk), method_tools(desk), template)}
+    plain = plain_tools(env.provider)
+    lossy = next(tool for tool in plain if tool.name == SHOWN_TOOL)
+    full_text, lossy_text = differing_lines(
+        render(PROBE, [full], template), render(PROBE, [lossy.schema], template)
+    )
+    lossy_schemas = [tool.schema for tool in plain]
+    tokens = {row.tool: row for row in tool_tokens(PROBE, schema_tools(desk), lossy_schemas, template)}
+    lossy_title = (
+        f"Plain TRL: its own rendering of the method, the lossy path ({tokens[SHOWN_TOOL].lossy} tokens)"
+        if lossy.refused is None
+        else f"Plain TRL: the nearest form it accepts, the lossy path ({tokens[SHOWN_TOOL].lossy} tokens)"
+    )
     views = [
         (f"agent_env: the published schema ({tokens[SHOWN_TOOL].full} tokens)", full_text),
-        (f"TRL's method schema, the lossy path ({tokens[SHOWN_TOOL].lossy} tokens)", lossy_text),
+        (lossy_title, lossy_text),
     ]
     if console.width >= SIDE_BY_SIDE_WIDTH:
         table = Table(show_lines=True, expand=True)
@@ -94,9 +104,16 @@ def show_tool_block(console: Console, desk: Any) -> None:
         for title, text in views:
             console.print(Text(title, style="bold underline"))
             console.print(Text(text))
+    if lossy.refused is not None:
+        console.print(
+            f"TRL's get_json_schema raises on {SHOWN_TOOL} as written ({lossy.refused}), so a plain TRL "
+            "environment could not even start with it; shown is the nearest form TRL accepts, each TypedDict read "
+            "as a bare object."
+        )
     console.print(
         f"The whole tool block: {tokens['total'].full} tokens with the published schemas, {tokens['total'].lossy} "
-        "with method schemas, which give curves and as_offers as bare arrays: no items, no enums, no bounds."
+        "as plain TRL renders the desk's methods: curves and as_offers are arrays of bare objects (no "
+        "properties, no bounds), and no hour is bounded to 1..24."
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class AgentEnvError(Exception):
@@ -54,8 +54,84 @@ class DatasetRowsError(AgentEnvError, TypeError):
     code = "dataset_rows"
 
 
-class RewardError(AgentEnvError, TypeError):
-    """An environment's `reward()` returned something that is not a finite real number."""
+class ProviderError(AgentEnvError):
+    """Where an episode runs failed, not the environment's code in it: a served episode gone, a Ray actor lost, an MCP
+    server dead (`agent_env.server.errors.RemoteError` and its kind). A session passes it on as it is."""
+
+    code = "provider_error"
+
+
+class UnscoredEpisodeError(AgentEnvError, RuntimeError):
+    """An episode could not be scored: the environment's own code failed on it (its `reset` or an MCP `setup`
+    function, the `end_turn` that settles it, its `reward` or an MCP `reward` function raised, or gave no score).
+
+    Every provider raises it (in process, served, Ray, OpenEnv) from `reset` or `reward`, never from a tool call, whose
+    failure the model reads instead. What a trainer makes of it is one rule in one place,
+    `agent_env.training.unscored_reward`; an evaluation ends the episode as an `error`, unscored and counted.
+
+    Whose failure it is decides that rule (`infrastructure`): this class charges it to the episode, which a trainer
+    scores as it scores a failed MCP server, 0; `InfrastructureFailedError` says a service outside the episode failed,
+    so the episode says nothing about the model.
+
+    Attributes:
+        why: What failed, in words (`reward() raised ZeroDivisionError: division by zero`).
+        environment: The environment's name, once the session names it ("" when the error crossed a wire: the
+            message already says it).
+        episode: Which episode, once the session names it: its row's id (or the row) and where it ran.
+        cause: The exception the environment's code raised, when it was raised in this process (it is this error's
+            `__cause__` too, so a logged traceback shows it); None once the error crossed a wire or a pickle (`why`
+            says what it was).
+    """
+
+    code = "unscored_episode"
+    infrastructure: ClassVar[bool] = False
+    """Whether a service outside the episode failed (so the episode says nothing about the model)."""
+
+    def __init__(
+        self, why: str, *, environment: str = "", episode: str = "", cause: BaseException | None = None
+    ) -> None:
+        super().__init__(why)
+        self.why = why
+        self.environment = environment
+        self.episode = episode
+        self.cause = cause
+
+    def named(self, environment: str, episode: str) -> UnscoredEpisodeError:
+        """This error, naming `environment` and `episode` unless it names them already; returns itself."""
+        self.environment = self.environment or environment
+        self.episode = self.episode or episode
+        return self
+
+    def __str__(self) -> str:
+        if not self.environment:
+            return self.why
+        episode = f" the episode of {self.episode}" if self.episode else " an episode"
+        return f"{self.environment} could not score{episode}: {self.why}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Its names travel; its cause does not (it may not pickle), and `why` already says what it was.
+        return (_rebuilt, (type(self), self.why, self.environment, self.episode))
+
+
+def _rebuilt(
+    cls: type[UnscoredEpisodeError], why: str, environment: str, episode: str
+) -> UnscoredEpisodeError:
+    """An `UnscoredEpisodeError` (or subclass) unpickled with its names, which `Exception`'s pickling drops."""
+    return cls(why, environment=environment, episode=episode)
+
+
+class InfrastructureFailedError(UnscoredEpisodeError):
+    """An episode could not be scored because a service outside it failed (a simulated user's model endpoint, a
+    judge that is down): the episode says nothing about the model, so a trainer leaves it unscored (None) rather than
+    scoring it 0. An environment raises it from `reset` or `reward`; the session names the environment and episode."""
+
+    code = "infrastructure_failed"
+    infrastructure = True
+
+
+class RewardError(UnscoredEpisodeError, TypeError):
+    """An environment's `reward()` returned something that is not a finite real number, so its episode could not be
+    scored."""
 
     code = "invalid_reward"
 
@@ -86,7 +162,7 @@ class EpisodeEndedError(EpisodeStateError):
         self.add_note(f"{start_hint} to start another episode")
 
 
-class RemoteError(AgentEnvError, ConnectionError):
+class RemoteError(ProviderError, ConnectionError):
     """Something outside the model failed: a served environment's server, a Ray actor, an MCP server, a simulated
     user's endpoint. Not the model's to fix, so an evaluation ends the episode unscored rather than blaming it."""
 
@@ -96,7 +172,9 @@ class RemoteError(AgentEnvError, ConnectionError):
 class ModelEndpointError(RemoteError):
     """A model the environment itself asks (a simulated user, a judge) could not be asked: its endpoint failed for
     good (down, refused, rate-limited or timed out past its retries) or answered nothing usable. The episode ends
-    unscored, never with a reward the agent did not earn."""
+    unscored, never with a reward the agent did not earn: raised from a call (the user could not answer), it ends the
+    episode, whose reward the session then refuses as an `InfrastructureFailedError`, as it does when it is raised
+    while scoring (a judge)."""
 
     code = "model_endpoint"
 
@@ -120,3 +198,9 @@ class SessionClosedError(EpisodeStateError):
 
     def __init__(self, message: str = "this session is closed; open a new one") -> None:
         super().__init__(message)
+
+
+def raised_text(error: BaseException) -> str:
+    """An exception as a message quotes it: `ZeroDivisionError: division by zero` (its type alone when it says
+    nothing)."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -22,14 +22,20 @@ from agent_env._rows import check_row, dataset_rows
 from agent_env.environment import Environment, EnvironmentSource, environment_class_of, source_of
 from agent_env.errors import (
     AgentEnvError,
+    DatasetRowsError,
     EpisodeEndedError,
     EpisodeNotStartedError,
     EpisodeStateError,
+    InfrastructureFailedError,
     ModelEndpointError,
+    ProviderError,
     RewardError,
     SessionClosedError,
     ToolFailedError,
+    UnscoredEpisodeError,
+    raised_text,
 )
+from agent_env.schema._describe import short
 from agent_env.tools import END_TURN, Tool
 
 logger = logging.getLogger("agent_env.session")
@@ -54,6 +60,9 @@ class Session(ABC):
     A session holds one episode at a time: `reset` starts one (again and again), `call_tool` acts on it, the
     `end_turn` tool ends it, and `reward` scores it (reading the reward of a running episode ends it first, so the
     model that never said it was done is scored on what it did). `close` frees it; closing twice does nothing.
+
+    The environment's own code failing in `reset` or `reward` is always an `UnscoredEpisodeError`, on every kind of
+    session, so that whoever reads rewards (a trainer, an evaluation) has one error to take care of.
     """
 
     @abstractmethod
@@ -62,7 +71,12 @@ class Session(ABC):
 
     @abstractmethod
     def reset(self, **row: Any) -> str | None:
-        """Start a new episode from a dataset row; return the first observation."""
+        """Start a new episode from a dataset row; return the first observation.
+
+        Raises:
+            UnscoredEpisodeError: The environment's code failed to start the episode (its `reset`, an MCP `setup`);
+                the message names the environment, the episode and what it raised.
+        """
 
     @abstractmethod
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
@@ -85,7 +99,14 @@ class Session(ABC):
 
     @abstractmethod
     def reward(self) -> float:
-        """The episode's reward, ending the episode first if it is still running."""
+        """The episode's reward, ending the episode first if it is still running.
+
+        Raises:
+            UnscoredEpisodeError: The environment's code failed to score the episode (its `reward`, an MCP `reward`
+                function, the `end_turn` that ends it first), or returned no finite number (`RewardError`); the
+                message names the environment, the episode and what went wrong.
+            EpisodeStateError: No episode was started, or the session is closed.
+        """
 
     def score(self) -> Score:
         """The episode's reward with its breakdown, ending the episode first if it is still running; a session that
@@ -143,6 +164,8 @@ class LocalSession(Session):
         self.state = EpisodeState.NEW
         self.start_hint = start_hint
         self.where = where
+        self.episode = f"({where})"
+        """How messages name the current episode: its row's id (or the row) and where it runs."""
         self._ended_by = "end_turn was called"
         self._unscorable: ModelEndpointError | None = None
 
@@ -153,7 +176,11 @@ class LocalSession(Session):
         self._require_open()
         check_row(type(self.environment), row)
         self.state = EpisodeState.NEW  # a reset that fails leaves no episode running, not the last one
-        observation = self.environment.reset(**row)
+        self.episode = episode_label(row, self.where)
+        try:
+            observation = self.environment.reset(**row)
+        except Exception as error:
+            raise self._unscored(error, "its reset raised")  # noqa: B904 (its cause is set)
         self.state = EpisodeState.RUNNING
         self._ended_by = "end_turn was called"
         self._unscorable = None
@@ -198,13 +225,35 @@ class LocalSession(Session):
         if self.state is EpisodeState.NEW:
             raise nothing_to_score(self.start_hint)
         if self.state is EpisodeState.RUNNING:
-            self.call_tool(END_TURN, {})
-            self._ended_by = REWARD_ENDS
+            self._end_before_scoring()
         if (
             self._unscorable is not None
         ):  # a model the environment asks failed and ended it: no reward was earned
-            raise self._unscorable
-        return checked_reward(type(self.environment).__name__, self.environment.reward())
+            raise self._unscored(self._unscorable, "")
+        try:
+            return checked_reward(type(self.environment).__name__, self.environment.reward())
+        except Exception as error:
+            raise self._unscored(error, "its reward() raised")  # noqa: B904 (its cause is set)
+
+    def _end_before_scoring(self) -> None:
+        """Run `end_turn` for a model that never called it, as reading the reward does: not as the model's call (no
+        tool failure logged), since a failure here is the episode's scoring failing."""
+        tool = self._running_tool(END_TURN, {})
+        kwargs = tool.bind({})
+        self.state = EpisodeState.ENDED  # whatever end_turn does, the episode takes no more calls
+        self._ended_by = REWARD_ENDS
+        try:
+            result = tool.function(self.environment, **kwargs)
+            if tool.is_async:
+                run_sync(result)
+        except Exception as error:
+            raise self._unscored(  # noqa: B904 (its cause is set)
+                error, "its end_turn, run to end the episode before its reward is read, raised"
+            )
+
+    def _unscored(self, error: Exception, what: str) -> Exception:
+        """The error a failure of the environment's code in `reset` or `reward` is raised as (see `unscored`)."""
+        return unscored(error, what, environment=type(self.environment).__name__, episode=self.episode)
 
     def score(self) -> Score:
         reward = self.reward()
@@ -290,6 +339,48 @@ def require_running(state: EpisodeState, name: str, *, ended_by: str, start_hint
             f"tool '{name}' was not run: the episode has ended ({ended_by}) and takes no more calls",
             start_hint=start_hint,
         )
+
+
+PASSED_ON: tuple[type[AgentEnvError], ...] = (EpisodeStateError, DatasetRowsError, ProviderError)
+"""What a session's `reset` and `reward` raise as they are: a call the episode's state does not allow, a row `reset`
+cannot take, and a failure of where the episode runs (a served episode gone, an MCP server dead)."""
+
+
+def unscored(error: Exception, what: str, *, environment: str, episode: str) -> Exception:
+    """The error a session raises when `error` came out of the environment's `reset` or `reward`: an
+    `UnscoredEpisodeError`, the one the environment raised (naming `environment` and `episode`) or a new one saying
+    `what` raised `error` (whatever it is, an environment's own `AgentEnvError` or `ToolError` included), unless
+    `error` is one of `PASSED_ON`, which is the caller's or the provider's, not the environment's code failing.
+
+    A new error has `error` as its `__cause__` already, so a logged traceback shows where `error` was raised.
+    """
+    if isinstance(error, UnscoredEpisodeError):
+        return error.named(environment, episode)
+    if isinstance(
+        error, ModelEndpointError
+    ):  # not the model's failing, nor the environment's code: a service's
+        failure: Exception = InfrastructureFailedError(
+            str(error), environment=environment, episode=episode, cause=error
+        )
+        failure.__cause__ = error
+        return failure
+    if isinstance(error, PASSED_ON):
+        return error
+    failure = UnscoredEpisodeError(
+        f"{what} {raised_text(error)}", environment=environment, episode=episode, cause=error
+    )
+    failure.__cause__ = error
+    return failure
+
+
+def episode_label(row: Mapping[str, Any], where: str) -> str:
+    """How messages name the episode a row starts: the row's `task_id` or `id` (else the row itself, cut short),
+    and where it runs (`task_id="desk-v4/test/0003" (in process)`)."""
+    for key in ("task_id", "id"):
+        value = row.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return f"{key}={short(value)} ({where})"
+    return f"row {short(dict(row))} ({where})" if row else f"an empty row ({where})"
 
 
 def tool_failure(name: str, error: Exception) -> str:

@@ -85,7 +85,9 @@ class Tool:
     """One published tool: its name, description and input schema, and how to validate and run a call of it.
 
     `published_elsewhere` says its description and schema are another server's (`from_schema`: an MCP server's
-    listing), not this package's docstrings and types, so what they leave unsaid is not fixed by editing either.
+    listing), not this package's docstrings and types, so what they leave unsaid is not fixed by editing either;
+    `listed_schema` is then that schema as the server listed it, before agent_env normalized it (what a port of the
+    server's tools without agent_env would read).
     """
 
     name: str
@@ -96,6 +98,7 @@ class Tool:
     convert: Converter
     is_async: bool
     published_elsewhere: bool = False
+    listed_schema: Any = None
 
     def published(self) -> dict[str, Any]:
         """The tool as MCP lists it: `name`, `description`, `inputSchema`."""
@@ -154,6 +157,7 @@ class Tool:
             _as_sent,
             is_async=inspect.iscoroutinefunction(function),
             published_elsewhere=True,
+            listed_schema=input_schema,
         )
 
     @classmethod

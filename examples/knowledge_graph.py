@@ -64,7 +64,7 @@ def row(index: int, team: dict[str, Any]) -> dict[str, Any]:
         f"Record this team in the knowledge graph. {people}. {pairs}. Create one entity per person (entityType "
         "'person', with their role as an observation) and a 'works_with' relation for each pair, then end your turn."
     )
-    return {  # lists of records, not dicts keyed by name: a datasets.Dataset would merge those keys across rows
+    return {  # lists of records, not dicts keyed by name: the same keys in every row read as columns
         "prompt": [{"role": "user", "content": prompt}],
         "task_id": f"team-{index}",
         "people": [{"name": name, "role": role} for name, role in team["people"].items()],

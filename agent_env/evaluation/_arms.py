@@ -2,17 +2,19 @@
 
 `full` sends what `env.factory` puts in front of a trainer's model: each tool's SchemaTool, which carries the
 published schema (lowered for a template's family when one is named, as the factory builds it). `lossy` sends what
-TRL would show without agent_env: each tool method's schema as transformers' `get_json_schema` builds it, the view
-`agent-env render --lossy` prints. In both arms the calls are validated against the published schema.
+a plain TRL environment, written without agent_env, shows: TRL's own rendering of the environment's own tool
+methods (`agent_env.training.plain`), the view `agent-env render --lossy` prints; a tool TRL cannot render at all is
+sent in its nearest form and named in `Arm.unrenderable`. In both arms the calls are validated against the
+published schema.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_env._agent_env import AgentEnv
-from agent_env.inspection.probe import method_tools, schema_tools, trl_instance
+from agent_env.inspection.probe import schema_tools, trl_instance
 from agent_env.schema import fingerprint
 
 FULL, LOSSY = "full", "lossy"
@@ -28,15 +30,23 @@ class Arm:
         name: `full` or `lossy`.
         tools: The OpenAI-format tools (`{"type": "function", "function": {...}}`) every request sends.
         shows: What they are, in words.
+        unrenderable: The tools TRL cannot render as they are (a plain TRL environment with one could not start),
+            each with what TRL raised; the arm sends their nearest form.
     """
 
     name: str
     tools: list[dict[str, Any]]
     shows: str
+    unrenderable: dict[str, str] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         """A short hash of the tools the arm sends."""
         return fingerprint(self.tools)
+
+    def settings(self) -> dict[str, Any]:
+        """The arm as the run's settings record it."""
+        recorded = {"name": self.name, "shows": self.shows, "tools": self.fingerprint()}
+        return {**recorded, "unrenderable": self.unrenderable} if self.unrenderable else recorded
 
 
 def arms(env: AgentEnv, *, compare: str | None = None, template: str | None = None) -> list[Arm]:
@@ -67,18 +77,32 @@ def arms(env: AgentEnv, *, compare: str | None = None, template: str | None = No
         shows = "published schemas"
     with trl_instance(env, chat_template) as instance:
         chosen = [Arm(FULL, [dict(tool) for tool in schema_tools(instance)], shows)]
-        if compare == LOSSY:
-            chosen.append(Arm(LOSSY, lossy_tools(instance), "TRL's method schemas (get_json_schema)"))
+    if compare == LOSSY:
+        chosen.append(lossy_arm(env))
     return chosen
 
 
-def lossy_tools(instance: object) -> list[dict[str, Any]]:
-    """Each tool as TRL's method schema: what `apply_chat_template` makes of the class's method."""
+LOSSY_SHOWS = {
+    "method": "TRL's own rendering of the environment's tool methods (get_json_schema)",
+    "listing": "TRL's own port of each listed tool (trl.experimental.openreward), rendered by get_json_schema",
+}
+"""What the lossy arm shows, by the form its tools take (`agent_env.training.plain`)."""
+
+
+def lossy_arm(env: AgentEnv) -> Arm:
+    """The `lossy` arm: each tool as a plain TRL environment shows it (`agent_env.training.plain`)."""
     try:
-        from transformers.utils import get_json_schema
+        from agent_env.training.plain import plain_tools, unrenderable
     except ImportError as error:
         raise ImportError(
-            f"--compare lossy builds TRL's method schemas with transformers, which is missing ({error}): "
+            f"--compare lossy renders tools as TRL does, with transformers, which is missing ({error}): "
             "pip install 'agent-env[trl]'"
         ) from None
-    return [get_json_schema(method) for method in method_tools(instance)]
+    shown = plain_tools(env.provider)
+    forms = sorted({tool.form for tool in shown}, key=list(LOSSY_SHOWS).index)
+    return Arm(
+        LOSSY,
+        [tool.schema for tool in shown],
+        "; ".join(LOSSY_SHOWS[form] for form in forms),
+        unrenderable(shown),
+    )

@@ -4,9 +4,10 @@ An episode ends when an accepted `end_turn` call ends it, when a call ends it fr
 said goodbye, a limit was reached), on a reply with no tool calls, or after `max_turns` replies; its reward is then
 the environment's (`session.score()`, which ends a running episode first), with the breakdown where the environment
 gives one. A reply's calls run in order through the session, each answered by a tool message, as TRL's tool loop
-runs them. A request that fails for good, an environment that raises outside a tool call, or a tool call whose
-environment's host, server or simulated user fails (a `RemoteError`: a served episode gone, a Ray actor lost, an MCP
-server dead, a user's endpoint down) ends the episode as `error`, unscored; the run goes on.
+runs them. A request that fails for good, an environment that raises outside a tool call (an `UnscoredEpisodeError`:
+its reset or setup, its end_turn or reward, on every provider), or a tool call whose environment's host, server or
+simulated user fails (a `RemoteError`: a served episode gone, a Ray actor lost, an MCP server dead, a user's
+endpoint down) ends the episode as `error`, unscored and counted; the run goes on.
 
 An environment with a simulated user (it publishes `message_user`, `agent_env.users.USER_CHANNEL`) is played by
 the official protocol of such benchmarks (τ²-bench's): the model is not offered `message_user` nor `end_turn`; a
@@ -27,7 +28,7 @@ from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from agent_env.errors import ModelEndpointError
+from agent_env.errors import ModelEndpointError, UnscoredEpisodeError
 from agent_env.evaluation._arms import Arm
 from agent_env.evaluation._calls import ACCEPTED, run_call
 from agent_env.evaluation._messages import tool_message
@@ -215,7 +216,7 @@ class Player:
             faults[error.code] += 1
         except Exception as error:  # the environment (reset, reward, its provider) failed: this episode only
             record.ended_by = "error"
-            record.error = self.client.scrub(f"the environment raised {type(error).__name__}: {error}")
+            record.error = self.client.scrub(environment_failure(error))
             faults[ENVIRONMENT_ERROR] += 1
         finally:
             if session is not None:  # closed even when the run is cancelled (another episode failed it)
@@ -331,6 +332,17 @@ class Player:
             if ended is None and outcome.verdict == ACCEPTED:
                 ended = "end_turn" if call.name == END_TURN else self._ended(session, record)
         return ended
+
+
+def environment_failure(error: Exception) -> str:
+    """Why an episode whose environment failed ended, as its record says it: an episode the environment could not
+    score (`UnscoredEpisodeError`) by what failed, without the episode's own name (the record is the episode's, and
+    episodes that fail alike are counted together); anything else by what was raised."""
+    if isinstance(error, UnscoredEpisodeError) and error.environment:
+        return f"{error.environment} could not score it: {error.why}"
+    if isinstance(error, UnscoredEpisodeError):
+        return str(error)
+    return f"the environment raised {type(error).__name__}: {error}"
 
 
 STRUCTURE = ("role", "type")

@@ -17,7 +17,7 @@ from typing import IO, Any
 from agent_env.errors import AgentEnvError
 from agent_env.evaluation._episode import Episode
 
-RESUMED_SETTINGS = ("environment", "tool_set", "model", "split", "max_turns", "sampling", "arms")
+RESUMED_SETTINGS = ("environment", "tool_set", "model", "split", "rows", "max_turns", "sampling", "arms")
 """The settings a resumed run must share with the file's: what makes its episodes comparable."""
 
 

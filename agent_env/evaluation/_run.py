@@ -8,7 +8,7 @@ import math
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 from agent_env._agent_env import AgentEnv
 from agent_env.evaluation._arms import FULL, Arm, arms
 from agent_env.evaluation._episode import Episode, Player, Task
+from agent_env.evaluation._given_rows import given_rows
 from agent_env.evaluation._records import RunFile
 from agent_env.evaluation._stats import ArmSummary, Comparison, compare, summarize
 from agent_env.llm import ChatClient, Endpoint, Sampling
@@ -38,6 +39,8 @@ class Report:
         arms: The arms, as (name, what they show).
         summaries: Each arm's numbers, over every episode the run's file holds.
         comparison: `full` against `lossy`, when the run compared them.
+        unrenderable: The tools TRL cannot render as they are, each with what it raised: a plain TRL environment
+            with one could not start, so the `lossy` arm sends its nearest form (`agent_env.training.plain`).
         played: Episodes this invocation played.
         skipped: Episodes it found finished in the file (`--resume`).
         episodes_per_minute: This invocation's pace (None when it played none).
@@ -57,6 +60,7 @@ class Report:
     skipped: int
     episodes_per_minute: float | None
     notes: list[str] = field(default_factory=list)
+    unrenderable: dict[str, str] = field(default_factory=dict)
     out: str = DEFAULT_OUT
     episodes: list[Episode] = field(default_factory=list, repr=False)
 
@@ -82,6 +86,7 @@ def evaluate(
     out: str | os.PathLike[str] = DEFAULT_OUT,
     resume: bool = False,
     on_episode: OnEpisode | None = None,
+    rows: Sequence[Mapping[str, Any]] | None = None,
 ) -> Report:
     """Play `env`'s episodes against an OpenAI-compatible endpoint and sum them up (see `aevaluate`)."""
     return asyncio.run(
@@ -99,6 +104,7 @@ def evaluate(
             out=out,
             resume=resume,
             on_episode=on_episode,
+            rows=rows,
         )
     )
 
@@ -118,6 +124,7 @@ async def aevaluate(
     out: str | os.PathLike[str] = DEFAULT_OUT,
     resume: bool = False,
     on_episode: OnEpisode | None = None,
+    rows: Sequence[Mapping[str, Any]] | None = None,
 ) -> Report:
     """Play `env`'s episodes against an OpenAI-compatible endpoint, log each to `out` as it ends, and sum them up.
 
@@ -132,11 +139,14 @@ async def aevaluate(
         concurrency: Episodes in flight at once.
         max_turns: The most replies an episode gets.
         sampling: Sampling settings (seeds: episode i is asked with `seed + i`, in every arm).
-        compare_with: "lossy" plays every episode a second time with TRL's method schemas.
+        compare_with: "lossy" plays every episode a second time with the tools as a plain TRL environment shows
+            them (TRL's own rendering of the environment's tool methods).
         template: A chat template whose family's lowering the full arm sends, as `env.factory` builds it.
         out: The JSONL file: a settings line, then one line per finished episode.
         resume: Continue the run `out` holds, skipping the episodes it finished.
         on_episode: Called as each episode ends.
+        rows: The rows to start the episodes from instead of the split's (`agent-env eval --rows FILE`): how an
+            environment without a dataset, a bare MCP server, is evaluated. Each is checked as a `reset` row first.
 
     Raises:
         EndpointError: The endpoint cannot be reached, refuses the key, or leaves the model unnamed.
@@ -156,17 +166,21 @@ async def aevaluate(
     client = ChatClient(endpoint)
     try:
         model, notes = await client.check()
+        # A model the server named is text it wrote, scrubbed like any (the key in it, however absurd, never shows);
+        # one the user named is the user's own. Requests ask for the model as it is.
+        shown_model = model if endpoint.model is not None else client.scrub(model)
         chosen = arms(env, compare=compare_with, template=template)
         published = env.tools()
-        tasks = plan(env.provider, split, episodes, trials)
+        tasks = plan(env.provider, split, episodes, given_rows(env.provider, rows), trials)
         settings = {
-            "split": split,
+            "split": split if rows is None else None,
+            "rows": None if rows is None else {"count": len(rows), "fingerprint": fingerprint(list(rows))},
             "trials": trials,
             "max_turns": max_turns,
             "sampling": sampling.settings(),
             "template": template,
         }
-        header = run_header(env, published, model, endpoint, chosen, settings)
+        header = run_header(env, published, shown_model, endpoint, chosen, settings)
         log = RunFile(out, header, resume=resume)
         try:
             todo = [(task, arm) for task in tasks for arm in chosen if not log.finished(arm.name, task.id)]
@@ -186,8 +200,8 @@ async def aevaluate(
     summaries = [summarize(played, arm.name) for arm in chosen]
     return Report(
         environment=env.provider.name,
-        model=model,
-        split=split,
+        model=shown_model,
+        split=split if rows is None else "given rows",
         arms=[(arm.name, arm.shows) for arm in chosen],
         summaries=summaries,
         comparison=compare(played, FULL, chosen[1].name) if len(chosen) > 1 else None,
@@ -195,6 +209,7 @@ async def aevaluate(
         skipped=len(tasks) * len(chosen) - len(todo),
         episodes_per_minute=len(todo) / elapsed * 60 if todo and elapsed > 0 else None,
         notes=[*notes, *reply_notes(summaries), *breakdown_notes(played)],
+        unrenderable={name: why for arm in chosen for name, why in arm.unrenderable.items()},
         out=str(out),
         episodes=played,
     )
@@ -215,7 +230,7 @@ def run_header(
         "model": model,
         "base_url": endpoint.base_url,
         **settings,
-        "arms": [{"name": arm.name, "shows": arm.shows, "tools": arm.fingerprint()} for arm in chosen],
+        "arms": [arm.settings() for arm in chosen],
         "api_key_env": endpoint.api_key_env,
     }
 
@@ -248,14 +263,24 @@ async def play_all(
         raise failed.exceptions[0] from None
 
 
-def plan(provider: Provider, split: str, episodes: int | None, trials: int = 1) -> list[Task]:
-    """The run's episodes: the split's rows in order (cycling past the last, each round a new `#k` id), or, for
-    an environment without a dataset, `episodes` episodes from an empty row; the whole list `trials` times, each
-    play of a row after its first with the next `#k` id (so pass^k counts a row's plays by their id before `#`)."""
-    try:
-        rows = provider.dataset_rows(split)
-    except NotImplementedError:
-        rows = []
+def plan(
+    provider: Provider,
+    split: str,
+    episodes: int | None,
+    rows: list[dict[str, Any]] | None = None,
+    trials: int = 1,
+) -> list[Task]:
+    """The run's episodes: the given `rows`, or the split's, in order (cycling past the last, each round a new
+    `#k` id), or, for an environment without a dataset, `episodes` episodes from an empty row; the whole list
+    `trials` times, each play of a row after its first with the next `#k` id (so pass^k counts a row's plays by
+    their id before `#`)."""
+    if rows is not None:
+        split = "rows"  # the ids of given rows without one of their own: rows/0, rows/1, ...
+    else:
+        try:
+            rows = provider.dataset_rows(split)
+        except NotImplementedError:
+            rows = []
     if not rows:
         if episodes is None:
             raise LookupError(

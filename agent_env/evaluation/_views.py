@@ -30,6 +30,7 @@ def show_report(console: Console, report: Report) -> None:
     )
     for name, shows in report.arms:
         console.print(f"  {name}: {escape(shows)}")
+    _show_unrenderable(console, report.unrenderable)
     table = Table(show_edge=False, pad_edge=False)
     table.add_column("")
     for summary in summaries:
@@ -59,6 +60,21 @@ def show_report(console: Console, report: Report) -> None:
     _show_errors(console, report)
     for note in report.notes:
         console.print(f"[yellow]Note:[/] {escape(note)}", soft_wrap=True)
+
+
+def _show_unrenderable(console: Console, unrenderable: dict[str, str]) -> None:
+    """The tools TRL cannot render: the lossy arm sends their nearest form, and a plain TRL environment with one of
+    them could not even start."""
+    if not unrenderable:
+        return
+    console.print(
+        f"  TRL cannot render {counted(len(unrenderable), 'tool')} as written, so a plain TRL environment with "
+        f"{'it' if len(unrenderable) == 1 else 'them'} could not even start; the lossy arm sends the nearest form "
+        "TRL accepts (agent_env.training.plain):",
+        soft_wrap=True,
+    )
+    for name, why in unrenderable.items():
+        console.print(f"    {escape(name)}: {escape(why)}", soft_wrap=True)
 
 
 def counted(count: int, noun: str) -> str:

@@ -1,8 +1,7 @@
-"""The environment instance a TRL trainer gets, the two tool lists it can show, and the first turn it starts from."""
+"""The environment instance a TRL trainer gets, the tools it shows, and the first turn it starts from."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -55,15 +54,6 @@ def schema_tools(instance: object) -> list[Any]:
     return discovered_tools(instance)
 
 
-def method_tools(instance: object) -> list[Any]:
-    """The lossy alternative: every tool as the class's method, which transformers renders via `get_json_schema`."""
-    return [
-        function.__get__(instance)
-        for name, function in inspect.getmembers(type(instance), predicate=inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    ]
-
-
 def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") -> list[dict[str, Any]]:
     """The conversation a trainer's first rollout starts from: the split's first row's prompt with the `reset`
     observation appended to its last message, as TRL does; a plain user turn when there is no dataset."""
@@ -71,7 +61,7 @@ def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") ->
         rows = env.provider.dataset_rows(split)
     except (NotImplementedError, LookupError):
         rows = []
-    if not rows or not isinstance(rows[0].get("prompt"), list):
+    if not rows or not isinstance(rows[0].get("prompt"), list | str) or not rows[0]["prompt"]:
         return [{"role": "user", "content": PLAIN_TURN}]
     row = rows[0]
     return opening(
@@ -82,8 +72,12 @@ def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") ->
 def opening(prompt: Any, observation: Any) -> list[dict[str, Any]]:
     """The conversation a rollout starts from: a row's `prompt` with the `reset` observation appended to its last
     message as GRPOTrainer (and AsyncGRPO's rollout worker) append it: to its text as is (the observation brings its
-    own separation: `agent_env.training.trl.own_paragraph`), or after content parts as one more part; without a
-    prompt, one user turn of the observation (or a plain one)."""
+    own separation: `agent_env.training.trl.own_paragraph`), or after content parts as one more part; a prompt that
+    is text is one user turn of it; without a prompt, one user turn of the observation (or a plain one)."""
+    if (
+        isinstance(prompt, str) and prompt
+    ):  # a prompt in TRL's standard (not conversational) form: one user turn
+        prompt = [{"role": "user", "content": prompt}]
     if not isinstance(prompt, list) or not prompt:
         text = observation if isinstance(observation, str) and observation else PLAIN_TURN
         return [{"role": "user", "content": text}]

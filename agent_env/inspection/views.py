@@ -165,14 +165,15 @@ def _keyword(label: str) -> str:
 
 
 def show_tokens(console: Console, rows: list[ToolTokens]) -> None:
-    """Prompt tokens per tool and in total, lossy (method schemas) against full (published schemas)."""
+    """Prompt tokens per tool and in total, lossy (as a plain TRL environment renders them) against full (published
+    schemas)."""
     table = Table(
         title=f"Prompt tokens under {TOKEN_TEMPLATE}, {TOKENIZER_NAME} tokenizer",
         show_edge=False,
         pad_edge=False,
     )
     table.add_column("Tool", no_wrap=True)
-    table.add_column("Lossy (method schema)", justify="right")
+    table.add_column("Lossy (plain TRL)", justify="right")
     table.add_column("Full (published)", justify="right")
     table.add_column("Full / lossy", justify="right")
     for row in rows:

@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import random
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,13 @@ class EndpointError(AgentEnvError, ConnectionError):
     """The endpoint cannot be used (unreachable, the key refused, no model named); found before any episode starts."""
 
     code = "endpoint"
+
+
+class NoModelListError(EndpointError):
+    """The server answers `/models` with no model list (none there, another status, not a list of models): fatal
+    only when the model to ask is not named, since then the list is what names it."""
+
+    code = "no_model_list"
 
 
 ENDING_FAULTS = ("request_refused", "not_a_completion", "retries_exhausted")
@@ -136,19 +144,35 @@ class ChatClient:
         )
 
     def scrub(self, text: str) -> str:
-        """`text` with the API key (as is, and as JSON writes it) cut out. For free text the server or an error
-        wrote, never for the run's own fields: a placeholder key ("EMPTY", "test") is an ordinary word."""
-        if self._secret is None:
+        """`text` with the API key cut out: as is, as JSON writes it, and inside any JSON string however it is
+        escaped (`\\u0073k-...` in a tool call's raw arguments). For free text the server or an error wrote, never
+        for the run's own fields: a placeholder key ("EMPTY", "test") is an ordinary word."""
+        secret = self._secret
+        if secret is None:
             return text
-        for form in (self._secret, json.dumps(self._secret)[1:-1]):
+        for form in (secret, json.dumps(secret)[1:-1]):
             text = text.replace(form, "[API key]")
+        if "\\" in text:
+            text = JSON_STRING.sub(lambda literal: _scrubbed_literal(literal.group(0), secret), text)
         return text
 
     async def check(self) -> tuple[str, list[str]]:
         """The model to ask and any notes on it, from the server's `/models`; raises `EndpointError` naming the fix
-        when the server cannot be reached, refuses the key, answers no model list, or leaves the model to name
-        unclear."""
+        when the server cannot be reached, refuses the key, or leaves the model to name unclear, or answers no model
+        list (`NoModelListError`) when the endpoint names no model. With the model named, a server without a model
+        list is asked for it as named, and a note says the listing was skipped."""
         url = self.endpoint.base_url.rstrip("/")
+        named = self.endpoint.model
+        try:
+            served = self._served(url, await self._listing(url))
+        except NoModelListError as missing:
+            if named is None:
+                raise
+            return named, [f"{missing}; the listing was skipped and --model {named!r} asked for as named"]
+        return self._model(served)
+
+    async def _listing(self, url: str) -> Any:
+        """The server's `/models` answer as JSON values."""
         try:
             # As JSON values, not the client's typed page: that one takes any answer (an HTML page, `{"data": "x"}`)
             # and fails later, far from /models, or reads a string as a list of one-letter models.
@@ -167,28 +191,28 @@ class ChatClient:
         except openai.AuthenticationError:
             raise EndpointError(self._key_refused(url)) from None
         except openai.NotFoundError:
-            raise EndpointError(
+            raise NoModelListError(
                 f"{url}/models was not found (HTTP 404): --base-url must be the API root, usually ending in /v1 "
-                "(e.g. http://127.0.0.1:8000/v1)"
+                "(e.g. http://127.0.0.1:8000/v1), unless the server has no model list"
             ) from None
         except openai.APIStatusError as error:
-            raise EndpointError(
+            raise NoModelListError(
                 f"{url}/models answered HTTP {error.status_code}: {self.scrub(error_text(error))}"
             ) from None
         except json.JSONDecodeError as error:  # a body sent as JSON that is not JSON
-            raise EndpointError(self._no_model_list(url, f"its answer is not JSON: {error}")) from None
-        return self._model(self._served(url, listing))
+            raise NoModelListError(self._no_model_list(url, f"its answer is not JSON: {error}")) from None
+        return listing
 
     def _served(self, url: str, listing: Any) -> list[str]:
         """The ids of the models a `/models` answer lists; `EndpointError` when it is no model list."""
         if isinstance(listing, str):  # the client hands on a body that is not sent as JSON as its text
-            raise EndpointError(self._no_model_list(url, f"it answered text, not JSON: {cut(listing)}"))
+            raise NoModelListError(self._no_model_list(url, f"it answered text, not JSON: {cut(listing)}"))
         data = listing.get("data") if isinstance(listing, dict) else None
         if not isinstance(data, list) or not all(
             isinstance(model, dict) and isinstance(model.get("id"), str) for model in data
         ):
             body = json.dumps(listing, default=str)
-            raise EndpointError(
+            raise NoModelListError(
                 self._no_model_list(url, f'its "data" is not a list of models with ids: {cut(body)}')
             )
         return [model["id"] for model in data]
@@ -313,6 +337,22 @@ class ChatClient:
 
     def __repr__(self) -> str:
         return f"ChatClient({self.endpoint.base_url!r}, key from ${self.endpoint.api_key_env})"
+
+
+JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+"""A JSON string literal, escapes and all."""
+
+
+def _scrubbed_literal(literal: str, secret: str) -> str:
+    """A JSON string literal whose value holds `secret` (however its characters are escaped), written again with
+    it cut out; any other literal as it was."""
+    try:
+        value = json.loads(literal)
+    except ValueError:
+        return literal
+    if not isinstance(value, str) or secret not in value:
+        return literal
+    return json.dumps(value.replace(secret, "[API key]"), ensure_ascii=False)
 
 
 def status_fault(status: int) -> str | None:

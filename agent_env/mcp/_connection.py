@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import IO, Any
 
-from agent_env._loop import spawn
+from agent_env._loop import off_loop, spawn
 from agent_env.errors import AgentEnvError, ToolError
 from agent_env.mcp._servers import HttpServer, Server, StdioServer
 from agent_env.mcp._supervisor import SERVER_MARK, kill_marked, scratch_folder, server_marks
@@ -277,14 +277,16 @@ class Connection:
                 not self._done.is_set()
             ):  # still starting (an HTTP server that never answers), or stuck closing
                 self._task.cancel()
-        await asyncio.to_thread(self._clean_up)  # a scan of /proc and a folder removed: off the loop
+        await off_loop(
+            self._clean_up
+        )  # a scan of /proc and a folder removed: off the loop (here once exiting)
 
     async def _abandon(self) -> None:
         """Stop a connection that never became ready, at once: its process is killed (there is no session to end
         gently), so the SDK's shutdown has nothing to wait for."""
         self._stop.set()
         if isinstance(self.server, StdioServer):
-            await asyncio.to_thread(kill_marked, SERVER_MARK, self.id)
+            await off_loop(kill_marked, SERVER_MARK, self.id)
         if self._task is not None:
             self._task.cancel()
         await self.close()

@@ -144,8 +144,8 @@ class MCPEnvironment:
             given = (
                 f"the splits are {', '.join(map(repr, splits))}"
                 if splits
-                else "it was given no rows: describe it with MCPEnvironment(..., rows=...) in a module, and name it "
-                "as module:name"
+                else "it was given no rows: give them with MCPEnvironment(..., rows=...) (in a module, named as "
+                "module:name), or to agent-env eval with --rows FILE (JSON lines, a row with its prompt a line)"
             )
             raise LookupError(f"{self.label()} has no dataset split {split!r}: {given}")
         return [dict(row) for row in splits[split]]

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from agent_env._loop import on_background_loop, run_sync, submit
 from agent_env.environment import Environment
-from agent_env.errors import EpisodeStateError, ToolError
-from agent_env.mcp._episode import Episode, run_user_function
+from agent_env.errors import EpisodeStateError, ToolError, UnscoredEpisodeError
+from agent_env.mcp._episode import Episode, run_user_function, user_failure
 from agent_env.mcp._runtime import ServerSet
 from agent_env.schema._describe import short
 from agent_env.tools import END_TURN, ToolSet
@@ -53,13 +53,15 @@ class MCPToolsEnvironment(Environment):
             return None
         try:
             observation = run_user_function(setup, episode)
-            if observation is not None and not isinstance(observation, str):
-                raise TypeError(
-                    f"{self.source.label()}'s setup must return a string or None, not {short(observation)}"
-                )
-        except BaseException:
+        except BaseException as error:
             self._let_go()
-            raise
+            raise user_failure(error, "its setup function raised", episode)  # noqa: B904 (its cause is set)
+        if observation is not None and not isinstance(observation, str):
+            self._let_go()
+            raise UnscoredEpisodeError(
+                f"its setup function returned {short(observation)}, not a string or None (the observation TRL "
+                f"appends to the prompt) in MCP episode {episode.id}"
+            )
         return observation
 
     def reward(self) -> Any:

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_env._loop import on_background_loop, run_sync
-from agent_env.errors import ToolError
+from agent_env.errors import ToolError, UnscoredEpisodeError, raised_text
 from agent_env.mcp._connection import Connection
 from agent_env.mcp._results import ToolResult
+from agent_env.mcp.errors import MCPServerError
 
 if TYPE_CHECKING:
     from agent_env.mcp._runtime import ServerSet
@@ -83,6 +84,18 @@ RewardFunction = Callable[[Episode], "float | Awaitable[float]"]
 SetupFunction = Callable[[Episode], "str | Awaitable[str | None] | None"]
 
 
+def user_failure(error: BaseException, what: str, episode: Episode) -> BaseException:
+    """What a setup or reward function's `error` is raised as: an `UnscoredEpisodeError` saying `what` raised it in
+    which MCP episode (the session names the environment and the row), unless it is an MCP server's failure (the
+    server's, not the function's: raised as it is) or not an `Exception` (an interrupt). A new error has `error` as
+    its `__cause__` already: raise it without `from`."""
+    if isinstance(error, MCPServerError | UnscoredEpisodeError) or not isinstance(error, Exception):
+        return error
+    failure = UnscoredEpisodeError(f"{what} {raised_text(error)} in MCP episode {episode.id}", cause=error)
+    failure.__cause__ = error
+    return failure
+
+
 def run_user_function(function: Callable[[Episode], Any], episode: Episode) -> Any:
     """Run a setup or reward function: a plain one in this thread, a coroutine function on the background loop."""
     if inspect.iscoroutinefunction(function):
@@ -90,4 +103,4 @@ def run_user_function(function: Callable[[Episode], Any], episode: Episode) -> A
     return function(episode)
 
 
-__all__ = ["Episode", "RewardFunction", "SetupFunction", "ToolCall", "run_user_function"]
+__all__ = ["Episode", "RewardFunction", "SetupFunction", "ToolCall", "run_user_function", "user_failure"]

@@ -18,9 +18,9 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from agent_env._loop import background_loop, run_sync
-from agent_env.errors import ToolDefinitionError, ToolError
+from agent_env.errors import ToolDefinitionError, ToolError, UnscoredEpisodeError
 from agent_env.mcp._connection import Connection
-from agent_env.mcp._episode import Episode, ToolCall, run_user_function
+from agent_env.mcp._episode import Episode, ToolCall, run_user_function, user_failure
 from agent_env.mcp._pool import ServerPool
 from agent_env.mcp._results import ToolResult, read_result
 from agent_env.mcp._supervisor import owner_mark
@@ -111,6 +111,10 @@ class ServerSet:
 
         An episode whose server failed (died, hung, changed its tools: its state is gone) scores 0, with a warning
         naming the server and why: one broken rollout must not stop a trainer's step, which reads every reward.
+
+        Raises:
+            UnscoredEpisodeError: The reward function raised, or the reward tool answered an error or no number; the
+                message names the MCP episode (the session adds the environment and the row).
         """
         reward = self.source.reward
         if reward is None:
@@ -120,13 +124,18 @@ class ServerSet:
                 connection.check_alive()
             if isinstance(reward, str):
                 key, tool = self.reward_tool or self.route(reward, None)
-                return _number(run_sync(self.send(episode, key, tool, {})), tool)
+                try:
+                    return _number(run_sync(self.send(episode, key, tool, {})), tool)
+                except ToolError as error:
+                    raise UnscoredEpisodeError(f"{error} in MCP episode {episode.id}", cause=error) from error
             return run_user_function(reward, episode)
         except MCPServerError as error:
             logger.warning(
                 "agent_env: episode %s scores 0: its reward could not be read: %s", episode.id, error
             )
             return 0.0
+        except Exception as error:
+            raise user_failure(error, "its reward function raised", episode)  # noqa: B904 (its cause is set)
 
     def let_go(self, episode: Episode) -> None:
         """Hand an episode's connections back (their processes stop); from any thread, never waiting."""
@@ -319,7 +328,7 @@ def _check_reward_tool(label: str, entry: Any) -> None:
     required = schema.get("required") or []
     if required:
         raise ToolDefinitionError(
-            f"{label}'s reward tool {entry.name!r} requires arguments ({', '.join(map(str, required))}), but "
+            f"the reward tool {entry.name!r} of {label} requires arguments ({', '.join(map(str, required))}), but "
             "agent_env calls it with none to score an episode; name a tool that takes none, or give a reward "
             f"function that calls it with what it needs: `def reward(episode): return "
             f"episode.call_tool({entry.name!r}, {{...}}).json()`"

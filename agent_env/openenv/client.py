@@ -25,6 +25,7 @@ from agent_env.errors import (
     ToolDefinitionError,
     ToolError,
     UnknownToolError,
+    UnscoredEpisodeError,
 )
 from agent_env.openenv import _wire as wire
 from agent_env.openenv._transport import Connection, Transport, WebSocketTransport, base_url
@@ -40,7 +41,7 @@ from agent_env.server.errors import (
     ServerUnavailableError,
     TooManyEpisodesError,
 )
-from agent_env.session import EpisodeState, Session, nothing_to_score, require_running
+from agent_env.session import EpisodeState, Session, episode_label, nothing_to_score, require_running
 from agent_env.tools import END_TURN, Tool, ToolSet
 
 _REFUSALS = frozenset({wire.CAPACITY_REACHED, wire.FACTORY_ERROR, wire.SESSION_ERROR})
@@ -210,6 +211,10 @@ class OpenEnvSession(Session):
         self._reward: float | None = None
         self._lost: str | None = None
         self._ended_by = END_TURN_CALLED
+        self._unscored: str | None = None
+        """Why the server could not score the episode, once the step that ends it failed there."""
+        self.episode = f"(on the OpenEnv server at {provider.url})"
+        """How messages name the current episode: its row's id (or the row) and where it runs."""
         self._lock = threading.RLock()
 
     def tools(self) -> list[dict[str, Any]]:
@@ -220,10 +225,12 @@ class OpenEnvSession(Session):
             self._require_open()
             if self._connection is None:
                 self._connection = self.provider.transport.connect()
+            self.episode = episode_label(row, f"on the OpenEnv server at {self.provider.url}")
             data = self._exchange({"type": "reset", "data": row}, "reset")
             self.state = EpisodeState.RUNNING
             self._reward = None
             self._lost = None
+            self._unscored = None
             self._ended_by = END_TURN_CALLED
             observation = data.get("observation")
             return wire.observation_text(observation) if isinstance(observation, dict) else None
@@ -243,9 +250,16 @@ class OpenEnvSession(Session):
             self._require_open()
             if self.state is EpisodeState.NEW:
                 raise nothing_to_score()
-            if self.state is EpisodeState.RUNNING and self._lost is None:
-                self.call_tool(END_TURN, {})
+            if self._unscored is None and self.state is EpisodeState.RUNNING and self._lost is None:
+                try:
+                    self.call_tool(END_TURN, {})
+                except (ToolError, ServerError) as error:  # the server's environment failed to end it
+                    self._unscored = f"ending it to read its reward failed on the server: {error}"
                 self._ended_by = "its reward was read, which ends a running episode"
+            if self._unscored is not None:
+                raise UnscoredEpisodeError(
+                    self._unscored, environment=self.provider.name, episode=self.episode
+                )
             return self._reward if self._reward is not None else 0.0
 
     def ended(self) -> str | None:
@@ -263,7 +277,14 @@ class OpenEnvSession(Session):
     def step_call(self, name: str, arguments: dict[str, Any]) -> str:
         """Send one validated call and read its answer: the result text, or the tool's error raised."""
         message = {"type": "step", "data": {"type": "call_tool", "tool_name": name, "arguments": arguments}}
-        data = self._exchange(message, f"tool '{name}'")
+        try:
+            data = self._exchange(message, f"tool '{name}'")
+        except (
+            ServerError
+        ) as failed:  # the server's environment failed on the step that would end and score it
+            if name == END_TURN:
+                self._unscored = f"the server failed the end_turn step that scores it: {failed}"
+            raise
         reward = data.get("reward")
         if isinstance(reward, int | float):
             self._reward = float(reward)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import queue
 import threading
@@ -26,20 +27,21 @@ from typing import Any, TypeVar
 
 from agent_env.environment import EnvironmentSource
 from agent_env.envs import load_environment
-from agent_env.errors import AgentEnvError, EpisodeStateError
+from agent_env.errors import AgentEnvError, EpisodeStateError, InfrastructureFailedError, UnscoredEpisodeError
 from agent_env.schema import fingerprint
 from agent_env.server.errors import (
     CallTimeoutError,
     EpisodeNotFoundError,
     RemoteError,
-    ResetError,
     ServerError,
     TooManyEpisodesError,
     http_status,
+    reset_error,
 )
 from agent_env.session import LocalSession
 
 T = TypeVar("T")
+logger = logging.getLogger("agent_env.ray")
 
 Outcome = tuple[Any, ...]
 """`("ok", value)` or `("error", code, status, message, ended)` (`ended`: `AgentEnvError.ended`)."""
@@ -254,13 +256,11 @@ class EpisodeHost:
         session = _session(episode)
         try:
             return await self._run(episode, partial(session.reset, **row), "reset")
-        except (EpisodeStateError, RemoteError):  # the session's own state, or the pool's limits
+        except (EpisodeStateError, RemoteError, InfrastructureFailedError):  # state, the limits, a service
             raise
         except Exception as error:  # the environment refused the row (an unknown task id, a missing key, ...)
-            raise ResetError(
-                f"{self.environment.__name__}.reset could not start an episode from this row: "
-                f"{type(error).__name__}: {error}"
-            ) from error
+            _log_unscored("reset", episode.id, self.name, error)
+            raise reset_error(self.environment.__name__, error) from error
 
     async def _run(self, episode: HostedEpisode, function: Callable[[], T], action: str) -> T:
         try:
@@ -335,9 +335,13 @@ class EpisodeHost:
 
     @contextlib.contextmanager
     def _failures_reported(self, action: str) -> Iterator[None]:
-        """Let agent_env errors through; turn anything else the environment raised (a bug) into a `ServerError`."""
+        """Let agent_env errors through (an `UnscoredEpisodeError` logged with its traceback first, which only this
+        actor has); turn anything else the environment raised (a bug) into a `ServerError`."""
         try:
             yield
+        except UnscoredEpisodeError as error:
+            _log_unscored(action, "", self.name, error)
+            raise
         except AgentEnvError:
             raise
         except Exception as error:
@@ -357,6 +361,16 @@ class EpisodeHost:
         return (
             f"{action} did not finish within the Ray pool's call timeout of {self.settings.call_timeout:g} s; "
             f"episode {episode.id!r} was closed because its state is unknown: call reset(...) to start a new one"
+        )
+
+
+def _log_unscored(action: str, episode_id: str, actor: str, error: Exception) -> None:
+    """Log an episode the environment could not score with its traceback, which only this actor has (the caller gets
+    the message, and a trainer's adapter warns once more there)."""
+    if isinstance(error, UnscoredEpisodeError):
+        where = f"episode {episode_id} on " if episode_id else ""
+        logger.warning(
+            "agent_env: %s of %sRay actor %r: %s", action, where, actor, error, exc_info=error.cause
         )
 
 

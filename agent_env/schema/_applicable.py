@@ -10,6 +10,7 @@ repair can know which of the two was meant, so it is refused naming both.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agent_env.schema._check import schema_place
@@ -79,10 +80,10 @@ def _kept(schema: Schema, types: frozenset[str], path: Steps) -> Schema:
     if isinstance(kept.get("enum"), list):
         values = [value for value in kept["enum"] if _is_of(value, types)]
         if not values:
-            raise SchemaNormalizationError(_accepts_nothing(path, "enum", kept["enum"], schema["type"]))
+            raise SchemaNormalizationError(_accepts_nothing(path, "enum", kept["enum"], schema))
         kept["enum"] = values
     if "const" in kept and not _is_of(kept["const"], types):
-        raise SchemaNormalizationError(_accepts_nothing(path, "const", kept["const"], schema["type"]))
+        raise SchemaNormalizationError(_accepts_nothing(path, "const", kept["const"], schema))
     return kept
 
 
@@ -94,15 +95,50 @@ def _is_of(value: Any, types: frozenset[str]) -> bool:
     return kind in types
 
 
-def _accepts_nothing(path: Steps, keyword: str, values: Any, declared: Any) -> str:
+def _accepts_nothing(path: Steps, keyword: str, values: Any, schema: Schema) -> str:
+    """The refusal of an `enum` or `const` with no value of its schema's `type`, with the fix its shape needs: an
+    array's (or object's) values that fit its items (or one of its properties) belong there, where "give it the
+    values' type" would turn a list parameter into a string one."""
+    declared = schema["type"]
     listed = values if keyword == "enum" else [values]
     value_types = sorted({json_type(value) for value in listed})
     said_type = short(value_types[0] if len(value_types) == 1 else value_types)
     if keyword == "enum":
-        holds, fix = f"its enum {short(values)} holds no value", f"enum values of type {short(declared)}"
+        holds = f"its enum {short(values)} holds no value"
     else:
-        holds, fix = f"its const {short(values)} is no value", f"a const of type {short(declared)}"
+        holds = f"its const {short(values)} is no value"
+    problem = f"{schema_place(path)}: {holds} of its type {short(declared)}, so no value is valid; "
+    types = _types(declared) or frozenset()
+    scalar = all(not isinstance(value, list | dict) for value in listed)
+    if scalar and "array" in types:
+        return problem + _into_items(keyword, values, schema.get("items"), said_type)
+    if scalar and "object" in types:
+        moved = "the enum" if keyword == "enum" else "the const"
+        return problem + (
+            f'if it takes one of these values itself, give it "type": {said_type}; if it is an object, move '
+            f"{moved} to the property it constrains"
+        )
+    if keyword == "enum":
+        fix = f"enum values of type {short(declared)}"
+    else:
+        fix = f"a const of type {short(declared)}"
+    which = "values" if keyword == "enum" else "value"
+    return problem + f'give it "type": {said_type} (the type of its {which}), or {fix}'
+
+
+def _into_items(keyword: str, values: Any, items: Any, said_type: str) -> str:
+    """The fix of an array's enum (or const) of scalar values: they say what each item may be."""
+    item_types = _types(items.get("type")) if isinstance(items, dict) else None
+    listed = values if keyword == "enum" else [values]
+    if item_types is not None and not all(_is_of(value, item_types) for value in listed):
+        return (
+            f"its items' type {short(items['type'])} holds none of them either: give the items the type of the "
+            f'values ({said_type}) and move the {keyword} into "items", or {keyword} values that are arrays'
+        )
+    where = dict(items) if isinstance(items, dict) else {"type": json.loads(said_type)}
+    moved = {**where, keyword: values}
+    each = "is one of them" if keyword == "enum" else "is that value"
     return (
-        f"{schema_place(path)}: {holds} of its type {short(declared)}, so no value is valid; give it "
-        f'"type": {said_type} (the type of its {"values" if keyword == "enum" else "value"}), or {fix}'
+        f'the {keyword} says what each item may be: move it into "items" ("items": {short(moved)}), so that '
+        f"the array stays an array and each item {each}"
     )

@@ -121,7 +121,8 @@ class _Inliner:
         if name in seen:
             raise SchemaNormalizationError(
                 f"{schema_place(path)}: type {name!r} refers to itself, and a recursive type cannot be inlined into a "
-                "self-contained schema; use a non-recursive type, or give the tool an explicit input_schema"
+                "self-contained schema; use a non-recursive type (nest a fixed number of levels), or give the tool "
+                "an explicit input_schema that stops at a fixed depth (a $ref to itself is refused there too)"
             )
         if len(seen) >= MAX_SCHEMA_DEPTH:
             raise SchemaNormalizationError(

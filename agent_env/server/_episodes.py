@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from agent_env._rows import dataset_rows
 from agent_env.environment import Environment
-from agent_env.errors import AgentEnvError, EpisodeStateError
+from agent_env.errors import AgentEnvError, EpisodeStateError, InfrastructureFailedError, UnscoredEpisodeError
 from agent_env.schema._describe import short
 from agent_env.server._limits import Limits
 from agent_env.server._row_references import row_digest
@@ -32,11 +32,11 @@ from agent_env.server.errors import (
     DatasetNotFoundError,
     EpisodeNotFoundError,
     RemoteError,
-    ResetError,
     RowNotFoundError,
     ServerError,
     ServerUnavailableError,
     TooManyEpisodesError,
+    reset_error,
 )
 from agent_env.session import EpisodeState, LocalSession, Score
 
@@ -287,13 +287,15 @@ class EpisodeRegistry:
         session = _session(episode)
         try:
             return await self._run(episode, partial(session.reset, **row), "reset")
-        except (EpisodeStateError, RemoteError):  # the session's own state, or the server's limits
+        except (
+            EpisodeStateError,
+            RemoteError,
+            InfrastructureFailedError,
+        ):  # the session's state, the limits, a service
             raise
         except Exception as error:  # the environment refused the row (an unknown task id, a missing key, ...)
-            raise ResetError(
-                f"{self.environment.__name__}.reset could not start an episode from this row: "
-                f"{type(error).__name__}: {error}"
-            ) from error
+            _log_unscored("reset", episode.id, error)
+            raise reset_error(self.environment.__name__, error) from error
 
     async def _run(self, episode: Episode, function: Callable[[], T], action: str) -> T:
         workers = self._workers_or_raise()
@@ -428,14 +430,27 @@ class _InUse:
 
 @contextlib.contextmanager
 def _failures_reported(action: str, episode: Episode) -> Iterator[None]:
-    """Let agent_env errors through; turn anything else the environment raised (a bug) into a `ServerError`."""
+    """Let agent_env errors through (an `UnscoredEpisodeError` logged with its traceback first, which only this
+    process has); turn anything else the environment raised (a bug) into a `ServerError`."""
     try:
         yield
+    except UnscoredEpisodeError as error:
+        _log_unscored(action, episode.id, error)
+        raise
     except AgentEnvError:
         raise
     except Exception as error:
         logger.exception("agent_env: %s failed in episode %s", action, episode.id)
         raise ServerError(f"{action} failed on the server: {type(error).__name__}: {error}") from error
+
+
+def _log_unscored(action: str, episode_id: str, error: Exception) -> None:
+    """Log an episode the environment could not score with its traceback, which only this process has (the client
+    gets the message, and a trainer's adapter warns once more there)."""
+    if isinstance(error, UnscoredEpisodeError):
+        logger.warning(
+            "agent_env: %s of served episode %s: %s", action, episode_id, error, exc_info=error.cause
+        )
 
 
 def _copied(row: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from agent_env.errors import (
     EpisodeEndedError,
     EpisodeNotStartedError,
     EpisodeStateError,
+    InfrastructureFailedError,
     JudgeEndpointError,
     ModelEndpointError,
     RemoteError,
@@ -22,7 +23,9 @@ from agent_env.errors import (
     ToolError,
     ToolFailedError,
     UnknownToolError,
+    UnscoredEpisodeError,
     UserEndpointError,
+    raised_text,
 )
 
 
@@ -74,8 +77,9 @@ class InvalidRequestError(RemoteError, ValueError):
     code = "invalid_request"
 
 
-class ResetError(RemoteError, ValueError):
-    """The environment could not start an episode from the given dataset row."""
+class ResetError(RemoteError, UnscoredEpisodeError, ValueError):
+    """The environment could not start an episode from the given dataset row (its `reset` raised): an
+    `UnscoredEpisodeError` like the one a `LocalSession` raises, so a trainer scores it by the same rule."""
 
     code = "reset_failed"
 
@@ -99,6 +103,8 @@ HTTP_STATUS: dict[type[AgentEnvError], int] = {
     InvalidRequestError: 400,
     ResetError: 400,
     RewardError: 500,
+    InfrastructureFailedError: 502,
+    UnscoredEpisodeError: 500,
     DatasetRowsError: 500,
     UnauthorizedError: 401,
     EpisodeNotFoundError: 404,
@@ -124,6 +130,8 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
         EpisodeNotStartedError,
         EpisodeEndedError,
         SessionClosedError,
+        UnscoredEpisodeError,
+        InfrastructureFailedError,
         RewardError,
         DatasetRowsError,
         RemoteError,
@@ -144,6 +152,15 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
     )
 }
 """Every error that can cross the wire, by its stable code."""
+
+
+def reset_error(environment: str, error: Exception) -> ResetError:
+    """The `ResetError` a served (or Ray-hosted) reset answers with when `environment`'s session raised `error`:
+    an `UnscoredEpisodeError`'s message as it is (the environment, the episode, what its reset raised), or what
+    anything else says."""
+    if isinstance(error, UnscoredEpisodeError):  # in the words a session in process says it
+        return ResetError(str(error))
+    return ResetError(f"{environment}.reset could not start an episode from this row: {raised_text(error)}")
 
 
 def http_status(error: AgentEnvError) -> int:
@@ -186,4 +203,5 @@ __all__ = [
     "UserEndpointError",
     "error_class",
     "http_status",
+    "reset_error",
 ]

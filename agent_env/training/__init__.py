@@ -4,6 +4,7 @@ from agent_env.training._parsing import ToolCallParsingError, gptoss_response_te
 from agent_env.training._render_check import RenderCheckError
 from agent_env.training._tools import AsyncSchemaTool, SchemaTool
 from agent_env.training.trl import EnvironmentFactory, TRLEnvironment, check_trl_version
+from agent_env.training.unscored import unscored_reward
 
 __all__ = [
     "AsyncSchemaTool",
@@ -14,4 +15,5 @@ __all__ = [
     "ToolCallParsingError",
     "check_trl_version",
     "gptoss_response_template",
+    "unscored_reward",
 ]

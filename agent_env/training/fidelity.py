@@ -269,11 +269,17 @@ def _keyword_problem(
     variant = _rendered(render, {**published, "inputSchema": change.schema})
     if variant is None:  # the template read the new value and raised on it: it reads the keyword
         return None
-    if variant == baseline or (
-        change.evidence is not None and not _shows_more(variant, baseline, change.evidence)
-    ):
+    if variant == baseline:
         return "value"
-    return None
+    if change.evidence is None or _shows_more(variant, baseline, change.evidence):
+        return None
+    # The new value's text may show and still not outnumber the old prompt's: a changed `type` drops what it ruled
+    # out, which can take the same word with it (an object whose boolean property goes, when its type becomes
+    # boolean). Against the same change without the keyword, everything but the keyword is alike.
+    unset = _rendered(render, {**published, "inputSchema": without(change.schema, occurrence)})
+    if unset is not None and _shows_more(variant, unset, change.evidence):
+        return None
+    return "value"
 
 
 def _tool_description_problem(

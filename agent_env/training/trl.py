@@ -10,7 +10,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from agent_env.errors import ModelEndpointError
+from agent_env.errors import UnscoredEpisodeError
 from agent_env.schema import fingerprint
 from agent_env.schema._gaps import gaps, remedy
 from agent_env.session import Provider, Session, tools_published_elsewhere
@@ -21,6 +21,7 @@ from agent_env.training._tools import AsyncSchemaTool, SchemaTool
 from agent_env.training._trainer import Trainer, calling_trainer
 from agent_env.training.families import Family, family_of
 from agent_env.training.templates import DEFAULT_TEMPLATE, ChatTemplate, TemplateSource, resolve_template
+from agent_env.training.unscored import unscored_reward
 
 logger = logging.getLogger("agent_env")
 
@@ -43,6 +44,8 @@ class TRLEnvironment:
 
     def __init__(self, session: Session) -> None:
         self._session = session
+        self._unscored: UnscoredEpisodeError | None = None
+        """Why the current episode could not start, when its reset failed (its reward is then that failure's)."""
         for published, shown in zip(self._published, self._shown or self._published, strict=True):
             name = published["name"]
             if session.is_async(name):
@@ -52,26 +55,30 @@ class TRLEnvironment:
 
     def reset(self, **row: Any) -> str | None:
         """Start an episode from a dataset row; returns the observation TRL appends to the prompt, as a paragraph
-        of its own (see `own_paragraph`)."""
-        return own_paragraph(self._session.reset(**row), row)
+        of its own (see `own_paragraph`).
+
+        An episode whose environment could not start it (an `UnscoredEpisodeError`: its `reset` or `setup` raised)
+        does not stop the trainer: no observation is returned, and `get_reward` scores it by `unscored_reward`.
+        """
+        self._unscored = None
+        try:
+            observation = self._session.reset(**row)
+        except UnscoredEpisodeError as error:
+            self._unscored = error
+            return None
+        return own_paragraph(observation, row)
 
     def get_reward(self) -> float | None:
-        """The episode's reward (ending the episode first if the model never called end_turn); None for an episode
-        that a model the environment asks (its simulated user, a judge) failed, which TRL then leaves unscored."""
-        try:
-            return self._session.reward()
-        except ModelEndpointError as error:
-            warn_unscorable(type(self).__name__, error)
-            return None
-
-
-def warn_unscorable(environment: str, error: ModelEndpointError) -> None:
-    """Say, once per episode at WARNING, that an episode cannot be scored because a model its environment asks
-    failed (a simulated user's endpoint down, a judge past its retries). TRL gets None for it, which TRL (>= 1.16)
-    marks unscorable: the completion is left out of its group's baseline with no advantage, where a 0 would teach
-    the policy that it did badly."""
-    logger.warning("agent_env: %s: an episode cannot be scored, so TRL leaves it out: %s", environment, error)
-    return None
+        """The episode's reward (ending the episode first if the model never called end_turn); for an episode that
+        could not be scored, what `unscored_reward` makes of it (0.0, or None for an infrastructure failure), with
+        one warning, never an exception that would stop the trainer's step."""
+        failure, self._unscored = self._unscored, None
+        if failure is None:
+            try:
+                return self._session.reward()
+            except UnscoredEpisodeError as error:
+                failure = error
+        return unscored_reward(failure)
 
 
 def own_paragraph(observation: str | None, row: Mapping[str, Any]) -> str | None:
@@ -91,7 +98,10 @@ def own_paragraph(observation: str | None, row: Mapping[str, Any]) -> str | None
 
 
 def _last_text(prompt: Any) -> str:
-    """The text TRL appends an observation after: the last message's content, or its last part's text."""
+    """The text TRL appends an observation after: the last message's content, or its last part's text (a prompt
+    that is text: itself)."""
+    if isinstance(prompt, str):
+        return prompt
     if not isinstance(prompt, list) or not prompt or not isinstance(prompt[-1], dict):
         return ""
     content = prompt[-1].get("content")

@@ -4,6 +4,7 @@ and the same errors, class for class and message for message, and a refused call
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,9 +20,11 @@ from agent_env import (
     ToolFailedError,
     UnknownToolError,
 )
-from agent_env.errors import AgentEnvError, RewardError
+from agent_env.errors import AgentEnvError, RewardError, UnscoredEpisodeError
+from agent_env.schema import fingerprint
 from agent_env.server.errors import DatasetNotFoundError, ServerError
 from agent_env.session import Provider, Session
+from agent_env.training.trl import environment_class
 from tst.data.authoring import NOT_AN_OBJECT
 from tst.data.toy import ToyDesk
 
@@ -268,10 +271,57 @@ def test_a_reward_that_is_not_a_number_is_refused_naming_the_method_in_the_same_
                 session.reward()
         outcomes.append((type(raised.value), str(raised.value)))
     (remote_class, remote_text), (local_class, local_text) = outcomes
-    assert local_class is RewardError and local_text.startswith("ToyDesk.reward returned ")
-    assert remote_text == local_text
+    said = local_text.partition(" (in process): ")[
+        2
+    ]  # the episode is named where it ran, what failed the same
+    assert local_class is RewardError and said.startswith("ToyDesk.reward returned ")
+    assert remote_text.startswith("ToyDesk could not score the episode of row ") and remote_text.endswith(
+        said
+    )
     without_codes = request.node.callspec.params["provider"] in WITHOUT_ERROR_CODES
     assert remote_class is (ServerError if without_codes else RewardError)
+
+
+UNSCORED = {
+    "reset": ("its reset raised RuntimeError: the task store is down", 0.0),
+    "reward": ("its reward() raised ZeroDivisionError: division by zero", 0.0),
+    "judge": ("the judge's endpoint answered HTTP 503", None),
+}
+"""What a row's `raise_in` makes ToyDesk fail with, and what a trainer then gets for the episode."""
+
+
+@pytest.mark.parametrize("raise_in", list(UNSCORED))
+def test_an_episode_the_environment_cannot_score_is_an_unscored_episode_error_naming_it(provider, raise_in):
+    said, _ = UNSCORED[raise_in]
+    with provider.open() as session, pytest.raises(UnscoredEpisodeError) as raised:
+        session.reset(task="t4", raise_in=raise_in)
+        session.call_tool("submit_offers", {"curves": [CURVE]})
+        session.reward()
+    assert "ToyDesk could not score the episode of row " in str(raised.value)
+    assert '"task": "t4"' in str(raised.value) and said in str(raised.value)
+
+
+@pytest.mark.parametrize("raise_in", list(UNSCORED))
+def test_the_trl_adapter_scores_such_an_episode_by_one_rule_with_one_warning_and_never_raises(
+    provider, request, raise_in, caplog
+):
+    said, reward = UNSCORED[raise_in]
+    if request.node.callspec.params["provider"] in WITHOUT_ERROR_CODES and raise_in == "judge":
+        reward = 0.0  # OpenEnv's /ws carries no error class, so whose failure it was does not cross it
+    published = provider.tools()
+    environment = environment_class(provider.name, published, fingerprint(published))(provider.open())
+    with caplog.at_level(logging.WARNING, logger="agent_env"):
+        observation = environment.reset(task="t4", raise_in=raise_in)
+        if raise_in != "reset":
+            environment.submit_offers(curves=[CURVE])
+        got = environment.get_reward()
+        environment._session.close()
+    assert got == reward and (observation is None) == (raise_in == "reset")
+    (warning,) = [record for record in caplog.records if record.name == "agent_env.training"]
+    assert warning.levelno == logging.WARNING and warning.exc_info is not None
+    text = warning.getMessage()
+    assert text.startswith("agent_env: ToyDesk could not score the episode of row ") and said in text
+    assert f"TRL gets {'None (unscorable' if reward is None else '0.0 for it'}" in text
 
 
 def play(session: Session, script: list[Step]) -> list[Any]:

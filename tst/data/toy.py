@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent_env import Environment, ToolError, tool
+from agent_env import Environment, InfrastructureFailedError, ToolError, tool
 
 Hour = Annotated[int, Field(ge=1, le=24)]
 
@@ -41,6 +41,7 @@ class ToyDesk(Environment):
         self.offers: list[ASOffer] = []
         self.notes: list[str] = []
         self.down: set[str] = set()
+        self.raise_in: str | None = None
 
     @property
     def expensive(self) -> int:  # stands for a property that must never be evaluated by tool discovery
@@ -57,9 +58,18 @@ class ToyDesk(Environment):
         self.down = set(
             row.get("down", ())
         )  # services a row takes down ("battery", "notes"): tools that then raise
+        # A row's `raise_in` makes reset or reward fail as a bug would ("reset", "reward"), or reward find the judge
+        # it scores with down ("judge": a failure outside the episode).
+        self.raise_in = row.get("raise_in")
+        if self.raise_in == "reset":
+            raise RuntimeError("the task store is down")
         return f"Task {row.get('task', 'none')}: submit offers, then end your turn."
 
     def reward(self) -> float:
+        if self.raise_in == "reward":
+            return len(self.book) / 0
+        if self.raise_in == "judge":
+            raise InfrastructureFailedError("the judge's endpoint answered HTTP 503")
         if self.scored_as:  # a row's `scored_as`: a reward() that returns whatever that is
             return self.scored_as[0]  # type: ignore[no-any-return]
         return min(len(self.book) / self.limit, 1.0)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent_env import AgentEnv, ToolArgumentError, ToolDefinitionError, ToolError
-from agent_env.errors import RewardError
+from agent_env.errors import RewardError, UnscoredEpisodeError
 from agent_env.mcp import Episode, MCPEnvironment, StdioServer
 from agent_env.mcp._supervisor import SERVER_MARK, marked_processes
 from tst.mcp.conftest import NODE, node_server, python_server, scripted, wait_until
@@ -167,10 +167,10 @@ class TestCalls:
         env = environments(AgentEnv.mcp, memory(), reward=lambda episode: "1.0", name="graph")
         with env.open() as session:
             session.reset(prompt=PROMPT)
-            with pytest.raises(
-                RewardError, match=r"^graph\.reward returned the string '1\.0'; a reward must be"
-            ):
+            with pytest.raises(RewardError) as refused:
                 session.reward()
+        assert str(refused.value).startswith('graph could not score the episode of row {"prompt": [{"role": ')
+        assert "(in process): graph.reward returned the string '1.0'; a reward must be" in str(refused.value)
 
     def test_a_server_tool_can_be_the_reward_and_the_model_is_not_shown_it(self, environments: Make) -> None:
         env = environments(AgentEnv.mcp, StdioServer(*_split(scripted())), reward="score")
@@ -184,9 +184,11 @@ class TestCalls:
     def test_a_reward_tool_that_needs_arguments_is_refused_when_built(self, environments: Make) -> None:
         with pytest.raises(ToolDefinitionError) as refused:
             environments(AgentEnv.mcp, StdioServer(*_split(scripted())), reward="echo")
-        assert "reward tool 'echo' requires arguments (text), but agent_env calls it with none" in str(
-            refused.value
-        )
+        said = str(refused.value)
+        assert said.startswith(
+            "the reward tool 'echo' of MCP server 'scripted"
+        )  # not "server 'x''s reward tool"
+        assert "' requires arguments (text), but agent_env calls it with none" in said and "''s" not in said
 
     def test_naming_the_reward_tool_among_the_models_tools_is_refused_saying_it_is_hidden(
         self, environments: Make
@@ -203,6 +205,90 @@ class TestCalls:
             ToolDefinitionError, match="the reward tool 'grade' is not among the servers' tools"
         ):
             environments(AgentEnv.mcp, memory(), reward="grade")
+
+
+class TestEpisodesThatCannotBeScored:
+    """A setup or reward function that fails (the user's code) fails its episode only, on every path TRL calls: the
+    session raises an `UnscoredEpisodeError` naming the environment and the episode, and the TRL adapter scores it
+    0 with one warning, as an episode whose server failed is scored, rather than stop the trainer's step."""
+
+    def test_a_reward_function_that_raises_scores_0_for_trl_with_one_warning_naming_it(
+        self, environments: Make, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        env = environments(  # the issue's own repro
+            AgentEnv.mcp,
+            memory(),
+            rows=[{"prompt": "go"}],
+            reward=lambda episode: 1 / 0,
+            chat_template="qwen3",
+        )
+        instance = env.factory()
+        with caplog.at_level(logging.WARNING, logger="agent_env"):
+            assert instance.reset(prompt="go") is None
+            assert instance.get_reward() == 0.0
+        (warning,) = [record for record in caplog.records if record.name == "agent_env.training"]
+        said = warning.getMessage()
+        assert said.startswith(
+            'agent_env: memory-server could not score the episode of row {"prompt": "go"} (in process): its reward '
+            "function raised ZeroDivisionError: division by zero in MCP episode "
+        )
+        assert said.endswith("TRL gets 0.0 for it, so that one failed episode does not stop the step")
+        traceback = logging.Formatter().formatException(warning.exc_info)  # type: ignore[arg-type]
+        assert (
+            "reward=lambda episode: 1 / 0" in traceback and "ZeroDivisionError: division by zero" in traceback
+        )
+        with env.open() as session:  # the session itself raises it, typed
+            session.reset(prompt="go")
+            with pytest.raises(UnscoredEpisodeError, match="its reward function raised ZeroDivisionError"):
+                session.reward()
+
+    def test_a_setup_that_raises_or_returns_no_text_fails_its_episode_and_lets_its_servers_go(
+        self, environments: Make, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        def setup(episode: Episode) -> Any:
+            if episode.row["task_id"] == "raises":
+                episode.call_tool(
+                    "add_observations", {"observations": [{"entityName": "x", "contents": ["y"]}]}
+                )
+            return 3
+
+        env = environments(AgentEnv.mcp, memory(), setup=setup, reward=names_in_graph, chat_template="qwen3")
+        said = {
+            "raises": "its setup function raised ToolError: tool 'add_observations' answered with an error: "
+            "Entity with name x not found in MCP episode ",
+            "three": "its setup function returned 3, not a string or None (the observation TRL appends to the "
+            "prompt) in MCP episode ",
+        }
+        for task_id, why in said.items():
+            with env.open() as session, pytest.raises(UnscoredEpisodeError) as failed:
+                session.reset(prompt=PROMPT, task_id=task_id)
+            assert str(failed.value).startswith(
+                f'memory-server could not score the episode of task_id="{task_id}" (in process): {why}'
+            )
+            instance = env.factory()
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="agent_env"):
+                assert instance.reset(prompt=PROMPT, task_id=task_id) is None
+                assert instance.get_reward() == 0.0
+            assert [record.name for record in caplog.records].count("agent_env.training") == 1
+        # every failed episode's servers were let go: the fixture finds none left once the environment closes
+
+    def test_a_reward_tool_that_answers_an_error_scores_0_naming_the_tool(
+        self, environments: Make, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        env = environments(
+            AgentEnv.mcp,
+            StdioServer(*_split(scripted())),
+            reward="fail",
+            tools=["count"],
+            chat_template="qwen3",
+        )
+        instance = env.factory()
+        with caplog.at_level(logging.WARNING, logger="agent_env"):
+            instance.reset()
+            assert instance.get_reward() == 0.0
+        (warning,) = [record for record in caplog.records if record.name == "agent_env.training"]
+        assert "the reward tool 'fail' answered with an error: " in warning.getMessage()
 
 
 class TestEpisodes:

@@ -579,6 +579,44 @@ class TestNothingOutlivesItsOwner:
         play(12)
         assert wait_until(lambda: settled() and held() == before), f"held {held()}, not {before}"
 
+    def test_episodes_let_go_while_the_interpreter_exits_stop_their_servers_without_a_traceback(
+        self, tmp_path: Path
+    ) -> None:
+        # At exit Python first shuts the default executors (concurrent.futures' _python_exit, which the script
+        # calls to make the race certain), then runs finalizers: an open episode's lets its connections go, and
+        # their close ran its clean-up through that executor, a "Task exception was never retrieved" traceback
+        # about one exit in three.
+        script = tmp_path / "trainer.py"
+        script.write_text(
+            textwrap.dedent(f"""
+            import concurrent.futures.thread, gc, json, sys, time
+            sys.path.insert(0, {str(ROOT)!r})
+            from agent_env import AgentEnv
+            from agent_env.mcp import StdioServer
+            from agent_env.mcp._supervisor import SERVER_MARK, marked_processes, owner_mark
+            memory = StdioServer({NODE!r}, [{node_server("server-memory")!r}], env={{"MEMORY_FILE_PATH": "{{episode_dir}}/m"}})
+            env = AgentEnv.mcp(memory, warm=0)
+            sessions = [env.open() for _ in range(3)]
+            for session in sessions:
+                session.reset()
+                session.call_tool("read_graph", {{}})
+            ids = [connection.id for session in sessions for connection in session.environment._episode._connections.values()]
+            concurrent.futures.thread._python_exit()
+            del sessions, session
+            gc.collect()
+            deadline = time.monotonic() + 20
+            while any(marked_processes(SERVER_MARK, id) for id in ids) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            print(json.dumps([len(marked_processes(SERVER_MARK, id)) for id in ids]), flush=True)
+            """)
+        )
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout.splitlines()[-1]) == [0, 0, 0]  # every episode's server stopped
+        assert "Traceback" not in done.stderr and "cannot schedule new futures" not in done.stderr, (
+            done.stderr
+        )
+
     def test_the_servers_of_a_process_killed_with_sigkill_are_reaped(self, tmp_path: Path) -> None:
         script = tmp_path / "trainer.py"
         script.write_text(

@@ -8,8 +8,10 @@ server and the reward are all real.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -94,6 +96,45 @@ def test_a_grpo_step_calls_the_server_and_scores_its_graph(
     built = next(text for text in responses if "Invalid arguments" not in text)
     assert '"relationType":"works_with"' in built  # the server's own answer to create_relations
     assert logged["tools/failure_frequency"] == pytest.approx(1 / 3)  # the malformed call, of three
+
+
+def strict_graph_match(episode: Any) -> float:
+    """The example's reward, with a bug: it fails on an episode whose calls never reached the server."""
+    if not episode.calls:
+        raise LookupError("no call reached the server: nothing to score")
+    return knowledge_graph.graph_match(episode)
+
+
+def test_a_reward_function_that_raises_on_one_rollout_scores_it_0_and_the_step_goes_on(
+    tiny_model: Any, tokenizer: Any, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from trl import GRPOTrainer
+
+    source = dataclasses.replace(knowledge_graph.environment, reward=strict_graph_match, name="strict_graph")
+    env = AgentEnv.local(source)
+    try:
+        trainer = GRPOTrainer(
+            model=tiny_model,
+            processing_class=tokenizer,
+            args=grpo_config(tmp_path),
+            train_dataset=env.dataset("train"),
+            environment_factory=env.factory,
+        )
+        trainer._generate_single_turn = Script(tokenizer, reply)  # rollout 1's only call is refused
+        with caplog.at_level(logging.WARNING, logger="agent_env"):
+            trainer.train()  # the step runs to the optimizer, though one reward function raised
+    finally:
+        env.close()
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/strict_graph/mean"] == pytest.approx(0.5)  # 1.0 for rollout 0, 0.0 for rollout 1
+    (warning,) = [record for record in caplog.records if record.name == "agent_env.training"]
+    assert warning.getMessage().startswith(
+        'agent_env: strict_graph could not score the episode of task_id="team-'
+    )
+    assert "its reward function raised LookupError: no call reached the server: nothing to score" in (
+        warning.getMessage()
+    )
+    assert wait_until(lambda: not servers_left()), f"server processes left running: {servers_left()}"
 
 
 def test_asyncgrpo_rollout_loop_discovers_and_calls_the_tools_from_a_pickled_factory(

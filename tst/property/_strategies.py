@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, create_model
 from pydantic.fields import FieldInfo
 
 from agent_env.schema import SchemaNormalizationError, normalize
+from agent_env.schema._describe import json_type
 
 _names = itertools.count()
 
@@ -191,3 +192,62 @@ JSON = st.recursive(
     ),
     max_leaves=12,
 )
+
+
+# A `const` of every JSON type, at every depth, with and without a `type` and a `description` beside it, inside
+# objects that have a description or none (an Excel server's `set_sheet_layout` holds `{"active": {"type":
+# "boolean", "const": true}}` in an undescribed object).
+CONST_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.sampled_from([2.5, -0.25]),
+    st.sampled_from(["", "on", "A1:B2"]),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 3), max_size=2),
+)
+CONST_DESCRIPTIONS = st.sampled_from([None, "Fixed."])
+
+
+@st.composite
+def const_leaf(draw: st.DrawFn) -> dict[str, Any]:
+    value = draw(CONST_VALUES)
+    leaf: dict[str, Any] = {"const": value}
+    if draw(st.booleans()):
+        leaf["type"] = "number" if isinstance(value, float) else json_type(value)
+    description = draw(CONST_DESCRIPTIONS)
+    return {**leaf, "description": description} if description else leaf
+
+
+def _const_container(inner: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    def described(schema: dict[str, Any], description: str | None) -> dict[str, Any]:
+        return {**schema, "description": description} if description else schema
+
+    objects = st.builds(
+        lambda properties, typed, description: described(
+            {**({"type": "object"} if typed else {}), "properties": properties}, description
+        ),
+        st.dictionaries(st.sampled_from(["active", "layout", "mode", "cell"]), inner, min_size=1, max_size=3),
+        st.booleans(),
+        CONST_DESCRIPTIONS,
+    )
+    arrays = st.builds(
+        lambda items, description: described({"type": "array", "items": items}, description),
+        inner,
+        CONST_DESCRIPTIONS,
+    )
+    return objects | arrays
+
+
+@st.composite
+def const_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    """Input schemas holding `const`s (see `CONST_VALUES`), normalized as a tool publishes them."""
+    properties = draw(
+        st.dictionaries(
+            st.sampled_from(["layout", "sheet", "flag"]),
+            st.recursive(const_leaf(), _const_container, max_leaves=4),
+            min_size=1,
+            max_size=2,
+        )
+    )
+    return normalize({"type": "object", "properties": properties})

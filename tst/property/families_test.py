@@ -15,21 +15,35 @@ from agent_env.training.families import family_of
 from agent_env.training.fidelity import tool_fidelity
 from agent_env.training.templates import resolve_template
 
-from ._strategies import published_schemas
+from ._strategies import const_schemas, published_schemas
 from .conftest import PROPERTY, TRIED
 
 NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,16}", fullmatch=True)
 DESCRIPTIONS = st.sampled_from(["", "Does the thing.", "Line one.\nLine two."])
 
 
-@pytest.mark.parametrize("name", ["gemma4", "gemma4_v3", "gptoss", "nemotron_3_nano"])
+TEMPLATES = ["gemma4", "gemma4_v3", "gptoss", "nemotron_3_nano"]
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
 @PROPERTY
 @given(name_=NAMES, description=DESCRIPTIONS, schema=published_schemas())
 def test_every_keyword_of_a_drawn_schema_reaches_the_model(name, name_, description, schema):
+    assert_lossless(name, name_, description, schema, "schemas")
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+@PROPERTY
+@given(name_=NAMES, description=DESCRIPTIONS, schema=const_schemas())
+def test_every_const_of_every_json_type_at_every_depth_reaches_the_model(name, name_, description, schema):
+    assert_lossless(name, name_, description, schema, "schemas with consts")
+
+
+def assert_lossless(name: str, name_: str, description: str, schema: dict[str, Any], kind: str) -> None:
     published: dict[str, Any] = {"name": name_, "description": description, "inputSchema": schema}
     check_schema(published["inputSchema"])
     template = resolve_template(name)
     verdict = tool_fidelity(template, published, family_of(template.text))
-    TRIED[f"families/{name}: schemas judged"] += 1
+    TRIED[f"families/{name}: {kind} judged"] += 1
     TRIED[f"families/{name}: keywords tried"] += verdict.tested
     assert verdict.status in ("exact", "lossless"), (verdict.status, verdict.lost, verdict.error)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import pickle
+import re
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
@@ -125,10 +126,11 @@ def test_a_row_the_environment_refuses_is_a_reset_error_and_holds_nothing(where)
     with where.open() as session:
         with pytest.raises(ResetError) as raised:
             session.reset(seed="x")
-        assert str(raised.value) == (
-            "WhereDesk.reset could not start an episode from this row: TypeError: seed must be an integer, "
-            "not 'x'"
-        )
+        assert re.fullmatch(
+            r'WhereDesk could not score the episode of row \{"seed": "x"\} \(in episode where/\d+/[0-9a-f]{32} on Ray '
+            r"actor 'where/\d+'\): its reset raised TypeError: seed must be an integer, not 'x'",
+            str(raised.value),
+        ), str(raised.value)
         assert session.episode_id is None and sum(where.loads().values()) == live
         assert session.reset(seed=1) == "counter starts at 1"
 

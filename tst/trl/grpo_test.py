@@ -5,10 +5,11 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from typing import Any, ClassVar
 
 import pytest
 
-from agent_env import AgentEnv
+from agent_env import AgentEnv, Environment
 from agent_env.training import SchemaTool
 from agent_env.training._render_check import expected_rendering, tojson
 from tst.data.toy import MALFORMED, VALID, ToyDesk
@@ -88,3 +89,56 @@ def test_asyncgrpo_rollout_loop_discovers_tools_from_a_pickled_factory(tokenizer
     if not inspect.iscoroutinefunction(tools["write_note"]):
         assert instance.write_note(text="hi") == "1 notes"
     assert instance.submit_offers(**VALID) == "accepted 3 curves and 1 AS offers"
+
+
+class Roster(Environment):
+    """Rows that Arrow cannot hold as they are: a list of mixed types, a column of mixed types, dicts of other keys."""
+
+    seen: ClassVar[list[dict[str, Any]]] = []
+
+    def reset(self, **row: Any) -> str:
+        type(self).seen.append(row)
+        return "Name the people."
+
+    def reward(self) -> float:
+        return 1.0
+
+    def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "prompt": [{"role": "user", "content": "Go."}],
+                "people": [["ada", 36]],
+                "x": 1,
+                "meta": {"a": 1},
+            },
+            {
+                "prompt": [{"role": "user", "content": "Go."}],
+                "people": [["bob", 41]],
+                "x": "one",
+                "meta": {"b": "x"},
+            },
+        ]
+
+
+def test_rows_arrow_cannot_hold_as_they_are_reach_reset_as_given(
+    tiny_model, tokenizer, tmp_path, scripted_generation
+):
+    from trl import GRPOTrainer
+
+    env = AgentEnv.local(Roster)
+    Roster.seen.clear()
+    trainer = GRPOTrainer(
+        model=tiny_model,
+        processing_class=tokenizer,
+        args=grpo_config(tmp_path, per_device_train_batch_size=4, num_generations=2),
+        train_dataset=env.dataset("train"),
+        environment_factory=env.factory,
+    )
+    scripted_generation(trainer, lambda index, prompt: "Nobody.<|im_end|>")
+    trainer.train()
+    given = {json.dumps(row, sort_keys=True) for row in Roster().dataset_rows("train")}
+    reached = [{key: value for key, value in row.items()} for row in Roster.seen if "people" in row]
+    assert reached and all(json.dumps(row, sort_keys=True) in given for row in reached)
+    assert {type(row["x"]) for row in reached} <= {int, str} and all(
+        type(row["people"][0][1]) is int for row in reached
+    )

@@ -13,8 +13,10 @@ def test_agent_env_exports_are_pinned_and_sorted():
         "EpisodeEndedError",
         "EpisodeNotStartedError",
         "EpisodeStateError",
+        "InfrastructureFailedError",
         "LocalProvider",
         "LocalSession",
+        "RewardError",
         "Session",
         "SessionClosedError",
         "Tool",
@@ -24,6 +26,7 @@ def test_agent_env_exports_are_pinned_and_sorted():
         "ToolFailedError",
         "ToolSet",
         "UnknownToolError",
+        "UnscoredEpisodeError",
         "tool",
     ]
 
@@ -38,6 +41,7 @@ def test_training_exports_are_pinned_and_sorted():
         "ToolCallParsingError",
         "check_trl_version",
         "gptoss_response_template",
+        "unscored_reward",
     ]
 
 

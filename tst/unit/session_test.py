@@ -22,7 +22,8 @@ from agent_env import (
     UnknownToolError,
     tool,
 )
-from agent_env.errors import RewardError
+from agent_env.errors import RewardError, UnscoredEpisodeError
+from agent_env.schema._describe import short
 from tst.data.authoring import NOT_AN_OBJECT
 from tst.data.toy import ToyDesk
 
@@ -83,8 +84,13 @@ def test_calls_before_reset_are_refused():
 
 def test_a_reset_that_fails_leaves_no_episode_running_not_the_last_one(session):
     session.call_tool("battery_status", {})
-    with pytest.raises(TypeError):
+    with pytest.raises(UnscoredEpisodeError) as raised:
         session.reset(down=5)  # not a list of services: ToyDesk's reset raises
+    assert str(raised.value) == (
+        'ToyDesk could not score the episode of row {"down": 5} (in process): its reset raised TypeError: '
+        "'int' object is not iterable"
+    )
+    assert isinstance(raised.value.cause, TypeError) and raised.value.__cause__ is raised.value.cause
     with pytest.raises(EpisodeNotStartedError, match="before the episode started"):
         session.call_tool("battery_status", {})
 
@@ -196,7 +202,11 @@ def test_a_reward_that_is_not_a_finite_real_number_is_refused_naming_the_method(
     session.reset(scored_as=returned)
     with pytest.raises(RewardError) as raised:
         session.reward()
-    assert str(raised.value).startswith(f"ToyDesk.reward returned {said}")
+    assert isinstance(raised.value, UnscoredEpisodeError)  # one error for every episode that cannot be scored
+    assert str(raised.value).startswith(
+        f"ToyDesk could not score the episode of row {short({'scored_as': returned})} (in process): "
+        f"ToyDesk.reward returned {said}"
+    )
 
 
 @pytest.mark.parametrize("returned", [1, 0.25, numpy.float32(0.25), numpy.int64(1), Fraction(1, 4)])
@@ -256,3 +266,28 @@ def test_arguments_that_are_not_a_mapping_are_refused_saying_what_to_send(sessio
     with pytest.raises(ToolArgumentError, match=r"\(this tool takes no arguments: send \{\}\); got null"):
         session.call_tool("battery_status", None)
     assert vars(session.environment) == before
+
+
+class SettlesBadly(ToyDesk):
+    def end_turn(self) -> str:
+        """End your turn: the book is settled."""
+        raise ArithmeticError("the settlement does not balance")
+
+
+def test_an_end_turn_that_raises_when_the_reward_ends_the_episode_leaves_it_unscored_not_a_tool_failure(
+    caplog,
+):
+    session = LocalSession(SettlesBadly())
+    session.reset(task="t2")
+    with caplog.at_level(logging.ERROR, logger="agent_env"), pytest.raises(UnscoredEpisodeError) as failed:
+        session.reward()  # the model never called end_turn: reading the reward runs it
+    assert str(failed.value) == (
+        'SettlesBadly could not score the episode of row {"task": "t2"} (in process): its end_turn, run to end the '
+        "episode before its reward is read, raised ArithmeticError: the settlement does not balance"
+    )
+    assert isinstance(failed.value.__cause__, ArithmeticError)
+    assert (
+        not caplog.records
+    )  # not logged as a failed tool call: the trainer's adapter warns once, with the traceback
+    with pytest.raises(EpisodeEndedError):  # the episode is over all the same
+        session.call_tool("battery_status", {})

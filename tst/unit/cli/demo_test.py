@@ -18,6 +18,7 @@ import agent_env.inspection.grpo as grpo
 from agent_env import AgentEnv
 from agent_env.demo import show_tool_block
 from agent_env.inspection.tokens import qwen3_template
+from agent_env.training.plain import plain_tools
 
 
 def test_agent_env_demo_builds_the_factory_shows_both_tool_blocks_and_scores_an_episode():
@@ -33,7 +34,8 @@ def test_agent_env_demo_builds_the_factory_shows_both_tool_blocks_and_scores_an_
     out = result.stdout
     assert "the render check passed" in out
     assert '"prefixItems"' in out  # the published schema is shown
-    assert "TRL's method schema, the lossy path (" in out
+    assert "Plain TRL: the nearest form it accepts, the lossy path (" in out
+    assert "TRL's get_json_schema raises on submit_dam_offers as written (TypeHintParsingException: " in out
     assert '- curves[0].points[1][0]: expected number; got string "60"' in out
     assert "Day settled. Profit $" in out
     assert "Reward reaching the trainer (get_reward): " in out
@@ -62,31 +64,36 @@ def desk():
 @pytest.mark.parametrize("width", [80, 100])
 def test_on_a_narrow_terminal_the_two_tool_views_are_stacked_each_whole_and_within_the_width(desk, width):
     console = Console(width=width, file=io.StringIO(), highlight=False)
-    show_tool_block(console, desk)
+    env = AgentEnv.local()
+    show_tool_block(console, env, desk)
     lines = console.file.getvalue().splitlines()
     assert max(len(line) for line in lines) <= width
     published = next(
         i for i, line in enumerate(lines) if line.startswith("agent_env: the published schema (")
     )
     lossy = next(
-        i for i, line in enumerate(lines) if line.startswith("TRL's method schema, the lossy path (")
+        i for i, line in enumerate(lines) if line.startswith("Plain TRL: the nearest form it accepts")
     )
     shown = json.loads("".join(lines[published + 1 : lossy]))  # each view reads whole, in its own lines
-    assert shown["function"]["parameters"] == AgentEnv.local().tools()[8]["inputSchema"]
-    after = next(i for i, line in enumerate(lines) if line.startswith("The whole tool block: "))
-    assert json.loads("".join(lines[lossy + 1 : after]))["function"]["parameters"]["properties"][
-        "curves"
-    ] == {
+    assert shown["function"]["parameters"] == env.tools()[8]["inputSchema"]
+    after = next(i for i, line in enumerate(lines) if line.startswith("TRL's get_json_schema raises on"))
+    plain = next(tool for tool in plain_tools(env.provider) if tool.name == "submit_dam_offers")
+    words = "".join(
+        lines[lossy + 1 : after]
+    ).split()  # wrapped at spaces: the view, less its spaces, reads whole
+    assert "".join(words) == "".join(json.dumps(plain.schema).split())
+    assert plain.schema["function"]["parameters"]["properties"]["curves"] == {
         "type": "array",
+        "items": {"type": "object"},
         "description": "Energy offer curves, one per hour set",
     }
 
 
 def test_on_a_wide_terminal_the_two_tool_views_stand_side_by_side(desk):
     console = Console(width=160, file=io.StringIO(), highlight=False)
-    show_tool_block(console, desk)
+    show_tool_block(console, AgentEnv.local(), desk)
     header = next(line for line in console.file.getvalue().splitlines() if "the published schema (" in line)
-    assert "TRL's method schema, the lossy path (" in header
+    assert "Plain TRL: the nearest form it accepts" in header
 
 
 ROOT = Path(__file__).resolve().parents[3]

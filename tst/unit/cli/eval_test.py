@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from agent_env.cli import app, eval_command
 from agent_env.evaluation import DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, ChatClient, Endpoint
-from tst.unit.evaluation.scripted import Answer, completion, scripted, toy_policy
+from tst.unit.evaluation.scripted import Answer, call, completion, scripted, tool_results, toy_policy
 
 SECRET = "sk-test-5ecret-key-that-must-never-show"
 TOY = "tst.data.toy:ToyDesk"
@@ -61,7 +61,16 @@ def test_the_table_shows_each_arm_the_paired_differences_and_the_faults(tmp_path
     assert (
         lines[0] == f"ToyDesk on scripted, split test: 4 episodes in each of 2 arms ({tmp_path / 'r.jsonl'})"
     )
-    assert lines[1:3] == ["  full: published schemas", "  lossy: TRL's method schemas (get_json_schema)"]
+    assert lines[1:3] == [
+        "  full: published schemas",
+        "  lossy: TRL's own rendering of the environment's tool methods (get_json_schema)",
+    ]
+    assert lines[3].startswith(
+        "  TRL cannot render 1 tool as written, so a plain TRL environment with it could not"
+    )
+    assert lines[4].startswith(
+        "    submit_offers: TypeHintParsingException: "
+    )  # transformers' own words follow
     reward = next(line for line in lines if line.startswith("mean reward [95% CI]"))
     assert reward.split("│")[1:] == [
         " 0.300 [0.300, 0.300] ",
@@ -266,3 +275,88 @@ def test_user_options_for_an_environment_without_a_user_are_refused(tmp_path):
     result = invoke(TOY, "--user-base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "x.jsonl"))
     assert result.exit_code == 2
     assert "has no simulated user (it publishes no message_user tool)" in result.output
+
+
+def escaped(text: str) -> str:
+    """`text` with every character written as a JSON `\\uXXXX` escape."""
+    return "".join(f"\\u{ord(character):04x}" for character in text)
+
+
+def test_a_model_id_the_server_lists_and_an_escaped_key_in_raw_arguments_are_scrubbed(tmp_path):
+    listed = (
+        f"{SECRET}-served"  # a server that names its model after the key (absurd, but what it wrote shows)
+    )
+
+    def escaping(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if tool_results(body):
+            return Answer(completion("Done."))
+        raw = '{"text": "' + escaped(SECRET) + '"}'  # the key in the raw arguments, every character escaped
+        return Answer(completion(tool_calls=[call("write_note", raw)]))
+
+    out = tmp_path / "run.jsonl"
+    with scripted(escaping, models=(listed,)) as server:
+        result = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "1")
+    assert result.exit_code == 0, result.output
+    assert {body["model"] for body, _ in server.requests} == {listed}  # asked for as the server names it
+    written = out.read_text()
+    header, line = (json.loads(text) for text in written.splitlines())
+    assert header["model"] == "[API key]-served"
+    assert json.loads(line["calls"][0]["arguments"]) == {"text": "[API key]"}
+    for text in (written, result.stdout, result.stderr):
+        assert SECRET not in text and escaped(SECRET) not in text and escaped(SECRET[:4]) not in text
+
+
+def test_a_server_without_a_model_list_is_evaluated_when_the_model_is_named_and_the_run_says_so(tmp_path):
+    without = Answer({"error": {"message": "no route GET /v1/models"}}, status=404)
+    with scripted(toy_policy, listing=without) as server:
+        unnamed = invoke(TOY, "--base-url", server.url, "--out", str(tmp_path / "a.jsonl"))
+        named = invoke(TOY, "--base-url", server.url, "--out", str(tmp_path / "b.jsonl"), "--model", "toy-7b")
+    assert unnamed.exit_code == 2 and "/models was not found (HTTP 404)" in unnamed.stderr
+    assert named.exit_code == 0, named.output
+    assert "ToyDesk on toy-7b, split test: 4 episodes" in named.stdout
+    said = " ".join(named.stdout.split())
+    assert "/models was not found (HTTP 404)" in said
+    assert "the listing was skipped and --model 'toy-7b' asked for as named" in said
+    assert {body["model"] for body, _ in server.requests} == {"toy-7b"}
+
+
+def test_rows_from_a_file_start_the_episodes_instead_of_a_splits(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"prompt": "Trade now.", "task": "a"}\n\n{"prompt": "Trade later.", "task_id": "t-b"}\n')
+    out = tmp_path / "run.jsonl"
+    with scripted(toy_policy) as server:
+        result = invoke(TOY, "--base-url", server.url, "--out", str(out), "--rows", str(rows))
+    assert result.exit_code == 0, result.output
+    header, *episodes = (json.loads(text) for text in out.read_text().splitlines())
+    assert header["split"] is None and header["rows"]["count"] == 2
+    assert [(line["episode"], line["task"]) for line in episodes] == [
+        ("rows/0", {"task": "a"}),
+        ("t-b", {"task_id": "t-b"}),
+    ]
+    first = server.requests[0][0]["messages"][0]
+    assert first["role"] == "user" and first["content"].startswith("Trade now.\n\nTask a: submit offers")
+
+
+@pytest.mark.parametrize(
+    ("lines", "said"),
+    [
+        (
+            '{"prompt": "a"}\nnot json\n',
+            "rows.jsonl, line 2: not JSON (Expecting value: line 1 column 1 (char 0))",
+        ),
+        ('["a"]', 'rows.jsonl, row 1 is "a", not a JSON object (a row, such as {"prompt": "..."})'),
+        ("\n\n", "rows.jsonl holds no rows"),
+    ],
+)
+def test_rows_that_are_no_rows_are_refused_naming_the_line(tmp_path, lines, said):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(lines)
+    result = invoke(TOY, "--out", str(tmp_path / "run.jsonl"), "--rows", str(rows))
+    assert result.exit_code == 2
+    assert said in " ".join(result.stderr.split())
+
+
+def test_a_split_and_rows_together_are_refused(tmp_path):
+    result = invoke(TOY, "--split", "train", "--rows", str(tmp_path / "rows.jsonl"))
+    assert result.exit_code == 2
+    assert "name either --split or --rows" in result.stderr

@@ -7,9 +7,8 @@ from agent_env.inspection.probe import PLAIN_TURN, first_turn, trl_instance
 from agent_env.tools import END_TURN
 from agent_env.training._render_check import expected_rendering, tojson
 
-CURVES_AS_METHOD_SCHEMA = (
-    '"curves": {"type": "array", "description": "Energy offer curves, one per hour set"}'
-)
+CURVES_AS_PLAIN_TRL = '"curves": {"type": "array", "items": {"type": "object"}, "description": "Energy offer curves, one per hour set"}'
+"""`curves` in the nearest form of submit_dam_offers that TRL accepts: its TypedDict items read as bare objects."""
 
 
 def test_render_shows_the_first_row_with_its_reset_observation_and_every_published_schema(invoke):
@@ -25,16 +24,29 @@ def test_render_shows_the_first_row_with_its_reset_observation_and_every_publish
     for published in env.tools():
         if published["name"] != END_TURN:
             assert tojson(expected_rendering(published)) in prompt
-    assert CURVES_AS_METHOD_SCHEMA not in prompt
+    assert CURVES_AS_PLAIN_TRL not in prompt
     assert "# GridSimDesk under qwen3: 12 tools as published schemas (SchemaTools)" in result.stderr
 
 
-def test_render_lossy_shows_curves_as_an_array_without_items(invoke):
+def test_render_lossy_shows_what_plain_trl_renders_and_names_the_tools_it_cannot(invoke):
     result = invoke("render", "--lossy")
     assert result.exit_code == 0, result.output
-    assert CURVES_AS_METHOD_SCHEMA in result.stdout
+    assert CURVES_AS_PLAIN_TRL in result.stdout
     assert '"prefixItems"' not in result.stdout
-    assert "as method schemas (the lossy path)" in result.stderr
+    # withdraw_offers' Literal reaches TRL's own rendering as an enum, and the hour lists as arrays of integers
+    assert '"enum": ["energy", "regup", "regdn", "rrspfr", "rrsffr", "ecrs", "nspin"]' in result.stdout
+    assert '{"type": "array", "items": {"type": "integer"}}' in result.stdout
+    lines = result.stderr.splitlines()
+    assert (
+        lines[0]
+        == "# GridSimDesk under qwen3: 12 tools as a plain TRL environment renders them (the lossy path)"
+    )
+    assert [line.split(":")[0] for line in lines[1:]] == ["# check_offers", "# submit_dam_offers"]
+    assert all(
+        "TRL cannot render it as written (TypeHintParsingException: " in line
+        and line.endswith("so a plain TRL environment could not even start; shown in its nearest form")
+        for line in lines[1:]
+    )
 
 
 def test_llama_templates_get_their_bos_token(invoke):

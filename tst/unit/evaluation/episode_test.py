@@ -150,10 +150,11 @@ def test_an_environment_that_fails_ends_only_its_own_episode(run):
     with scripted(replies(Answer(completion("ok")))) as server:
         report = run(server.url, env=AgentEnv.local(FailingReset))
     bad, good = sorted(report.episodes, key=lambda e: e.position)
-    assert (bad.ended_by, bad.error) == ("error", "the environment raised RuntimeError: no such day")
+    said = "FailingReset could not score it: its reset raised RuntimeError: no such day"
+    assert (bad.ended_by, bad.error, bad.reward) == ("error", said, None)
     assert bad.faults == {"environment_error": 1}
     assert report.summaries[0].faults == {"environment_error": 1}
-    assert report.summaries[0].errors == {"the environment raised RuntimeError: no such day": 1}
+    assert report.summaries[0].errors == {said: 1}
     assert (good.ended_by, good.reward) == ("no_tool_calls", 1.0)
 
 

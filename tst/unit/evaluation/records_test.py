@@ -99,5 +99,8 @@ def test_resume_names_the_part_of_a_setting_that_differs_not_its_first_character
             run(server.url, episodes=1, resume=True, compare_with="lossy")
         with pytest.raises(RunFileError) as sampled:
             run(server.url, episodes=1, resume=True, sampling=Sampling(temperature=0.6))
-    assert 'arms[1] absent there, {"name": "lossy", "shows": "TRL\'s method schemas' in str(compared.value)
+    assert (
+        'arms[1] absent there, {"name": "lossy", "shows": "TRL\'s own rendering of the environment\'s tool'
+        in str(compared.value)
+    )
     assert "(sampling.temperature null there, 0.6 here)" in str(sampled.value)

@@ -104,7 +104,7 @@ class TestRows:
     def test_no_rows_is_a_lookup_error_that_says_so(self) -> None:
         with pytest.raises(
             LookupError,
-            match=r"has no dataset split 'train': it was given no rows: describe it with MCPEnvironment",
+            match=r"has no dataset split 'train': it was given no rows: give them with MCPEnvironment\(\.\.\., rows=\.\.\.\) .* or to agent-env eval with --rows FILE",
         ):
             MCPEnvironment(SERVER).dataset_rows("train")
 

@@ -3,12 +3,14 @@ other types are dropped with the meaning kept; an enum or const with no value of
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from agent_env.schema import SchemaNormalizationError, normalize
+from agent_env.schema import SchemaNormalizationError, normalize, validator_for
 from agent_env.schema._applicable import drop_what_cannot_apply
 
 INSTANCES = [None, True, 0, 1, 1.0, 2.5, -3, "", "ab", "abcdef", [], [1, 2], [1, 2, 3, 4, 5, 6], {}, {"a": 1}]
@@ -93,3 +95,51 @@ def test_a_const_not_of_its_type_is_refused_naming_both():
         'properties.n.anyOf[0]: its const "7" is no value of its type ["integer", "null"], so no value is valid; '
         'give it "type": "string" (the type of its value), or a const of type ["integer", "null"]'
     )
+
+
+@pytest.mark.parametrize(
+    ("shape", "advice"),
+    [
+        (
+            {"type": "array", "items": {"type": "string"}, "enum": ["Weather", "News"]},
+            'the enum says what each item may be: move it into "items" ("items": {"type": "string", "enum": '
+            '["Weather", "News"]}), so that the array stays an array and each item is one of them',
+        ),
+        (
+            {"type": "array", "enum": ["Weather", "News"]},
+            'the enum says what each item may be: move it into "items" ("items": {"type": "string", "enum": '
+            '["Weather", "News"]}), so that the array stays an array and each item is one of them',
+        ),
+        (
+            {"type": "array", "items": {"type": "string"}, "const": "News"},
+            'the const says what each item may be: move it into "items" ("items": {"type": "string", "const": '
+            '"News"}), so that the array stays an array and each item is that value',
+        ),
+        (
+            {"type": "array", "items": {"type": "integer"}, "enum": ["Weather", "News"]},
+            'its items\' type "integer" holds none of them either: give the items the type of the values ("string") '
+            'and move the enum into "items", or enum values that are arrays',
+        ),
+        (
+            {"type": "object", "properties": {"kind": {"type": "string"}}, "enum": ["Weather", "News"]},
+            'if it takes one of these values itself, give it "type": "string"; if it is an object, move the enum to '
+            "the property it constrains",
+        ),
+    ],
+    ids=["array of strings", "array without items", "const on an array", "items of another type", "object"],
+)
+def test_an_enum_on_an_array_or_object_is_refused_with_the_fix_its_shape_needs(shape, advice):
+    # Found in real function schemas ("intents": an array of strings with the enum beside "items"): "give it
+    # \"type\": \"string\"" would turn a list parameter into a string one.
+    with pytest.raises(SchemaNormalizationError) as refused:
+        normalize({"type": "object", "properties": {"intents": shape}})
+    said = str(refused.value)
+    assert said.startswith("properties.intents: its ")
+    assert said.endswith(advice)
+    moved = re.search(r'"items": (\{.*\})\), so', said)
+    if moved is not None:  # the schema the advice gives is one that publishes, a list of those values
+        fixed = {key: value for key, value in shape.items() if key not in ("enum", "const", "items")}
+        schema = normalize(
+            {"type": "object", "properties": {"intents": {**fixed, "items": json.loads(moved[1])}}}
+        )
+        validator_for(schema).validate("t", {"intents": ["News"]})

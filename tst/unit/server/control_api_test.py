@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -174,11 +175,13 @@ async def test_a_row_reset_cannot_take_gets_400_and_opens_nothing(control):
     assert extra.status_code == 201  # reset(**row) takes the keys it needs and ignores the rest
     broken = await client.post("/episodes", json={"seed": "three"})
     assert broken.status_code == 400
-    assert broken.json()["error"] == {
-        "code": "reset_failed",
-        "message": "ToyDesk.reset could not start an episode from this row: TypeError: seed must be an integer, "
-        "not 'three'",
-    }
+    error = broken.json()["error"]
+    assert error["code"] == "reset_failed"
+    assert re.fullmatch(  # the episode named as the server's log names it, where its traceback is
+        r'ToyDesk could not score the episode of row \{"seed": "three"\} \(in served episode [0-9a-f]{32}\): its '
+        r"reset raised TypeError: seed must be an integer, not 'three'",
+        error["message"],
+    ), error["message"]
     assert client.app.state.episodes.count() == 1
 
 

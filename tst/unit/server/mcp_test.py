@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -223,11 +224,14 @@ async def test_failures_that_are_not_the_models_are_mcp_errors_that_say_what_to_
             with pytest.raises(MCPError) as refused:
                 await session.call_tool("add", {"amount": 1})
     assert refused.value.error.code == -32603  # the operator's default row
-    assert str(refused.value) == (
-        "ToyDesk.reset could not start an episode from this row: TypeError: seed must be an integer, not 'three'; "
-        "name a row in the endpoint's URL (like /mcp?seed=3), or ask the server's operator for a default row "
-        "(agent-env serve --mcp-row '{...}')"
-    )
+    assert re.fullmatch(
+        re.escape(
+            'ToyDesk could not score the episode of row {"seed": "three"} (in served episode *): its reset raised '
+            "TypeError: seed must be an integer, not 'three'; name a row in the endpoint's URL (like /mcp?seed=3), "
+            "or ask the server's operator for a default row (agent-env serve --mcp-row '{...}')"
+        ).replace(r"\*", "[0-9a-f]{32}"),
+        str(refused.value),
+    ), str(refused.value)
     with running(build_app(ToyDesk, max_episodes=1)) as url:
         async with httpx.AsyncClient(base_url=url) as control, mcp_session(url) as (session, _):
             held = (await control.post("/episodes", json={})).json()["episode_id"]

@@ -174,3 +174,25 @@ def test_a_type_beside_an_enum_that_the_prompt_shows_is_not_blamed(name):
     template = resolve_template(name)
     verdict = tool_fidelity(template, {**TOOL, "inputSchema": schema}, family_of(template.text))
     assert verdict.status == "lossless", verdict.lost
+
+
+@pytest.mark.parametrize("described", [False, True], ids=["undescribed", "described"])
+@pytest.mark.parametrize("template", ["gemma4", "gemma4_v3"])
+def test_an_object_holding_a_boolean_const_keeps_its_type_in_the_verdict(template, described):
+    # An Excel server's set_sheet_layout: turning `layout`'s type into "boolean" drops its boolean property's line,
+    # so the word "boolean" appears as often as before, yet the new type shows; the check must see that it does.
+    layout: dict[str, Any] = {"type": "object", "properties": {"active": {"type": "boolean", "const": True}}}
+    if described:
+        layout["description"] = "The sheet's layout."
+    published = {
+        "name": "set_sheet_layout",
+        "description": "Lay a sheet out.",
+        "inputSchema": {"type": "object", "properties": {"layout": layout}},
+    }
+    chat_template = resolve_template(template)
+    verdict = tool_fidelity(chat_template, published, family_of(chat_template.text))
+    assert (verdict.status, verdict.lost) == ("lossless", ())
+    without_lowering = tool_fidelity(chat_template, published, None)
+    assert without_lowering.lost == (
+        "layout.active.const",
+    )  # unlowered, only the const is lost, not the type

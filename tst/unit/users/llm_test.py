@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agent_env import AgentEnv
-from agent_env.errors import UserEndpointError
+from agent_env.errors import InfrastructureFailedError, UserEndpointError
 from agent_env.llm import Endpoint, Sampling
 from agent_env.training.trl import environment_class
 from agent_env.users import GREETING, USER_CHANNEL, Chat, ChatMessage, LLMUser, Scenario
@@ -171,8 +171,9 @@ def test_an_endpoint_that_fails_ends_the_episode_which_trl_then_leaves_unscored(
         with pytest.raises(UserEndpointError, match="refused the request"):
             session.call_tool(USER_CHANNEL, {"message": "Restart it?"})
         assert session.ended() is not None and "endpoint" in session.ended()
-        with pytest.raises(UserEndpointError):
+        with pytest.raises(InfrastructureFailedError, match="the simulated user's endpoint") as refused:
             session.reward()
+        assert isinstance(refused.value.cause, UserEndpointError)
         trl_class = environment_class("Helpdesk", Helpdesk.tools.published, "t")
         trl_env = trl_class(env.open())
         trl_env.reset(opening="My printer is broken.")
@@ -180,4 +181,4 @@ def test_an_endpoint_that_fails_ends_the_episode_which_trl_then_leaves_unscored(
             getattr(trl_env, USER_CHANNEL)(message="Restart it?")
         with caplog.at_level(logging.WARNING, logger="agent_env"):
             assert trl_env.get_reward() is None
-    assert "cannot be scored, so TRL leaves it out" in caplog.text
+    assert "TRL gets None (unscorable" in caplog.text and "simulated user" in caplog.text

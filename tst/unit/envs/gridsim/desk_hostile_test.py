@@ -8,7 +8,7 @@ import pytest
 from agent_env.envs.gridsim import bundle as bundle_module
 from agent_env.envs.gridsim.bundle import BundleError, load_bundle
 from agent_env.envs.gridsim.desk import GridSimDesk
-from agent_env.errors import EpisodeNotStartedError
+from agent_env.errors import EpisodeNotStartedError, UnscoredEpisodeError
 from agent_env.session import EpisodeState, LocalSession
 
 TRAVERSALS = [
@@ -38,9 +38,11 @@ def no_file_is_read(monkeypatch):
 @pytest.mark.parametrize("task_id", TRAVERSALS)
 def test_a_task_id_that_tries_to_leave_the_bundle_is_an_unknown_task(no_file_is_read, task_id):
     session = LocalSession(GridSimDesk())
-    with pytest.raises(BundleError) as refused:
+    with pytest.raises(UnscoredEpisodeError) as failed:
         session.reset(task_id=task_id)
-    message = str(refused.value)
+    assert str(failed.value).startswith("GridSimDesk could not score the episode of task_id=")
+    assert isinstance(failed.value.cause, BundleError) and str(failed.value).endswith(str(failed.value.cause))
+    message = str(failed.value.cause)
     assert message.startswith("unknown task id ")
     assert message.endswith("task ids look like 'desk-v4/train/0007' (train 0000..0255, test 0000..0063)")
     assert len(message) < 200

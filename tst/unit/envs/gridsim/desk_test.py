@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError, ToolError
+from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError, ToolError, UnscoredEpisodeError
 from agent_env.envs.gridsim.desk import GridSimDesk
 from agent_env.session import LocalSession
 from agent_env.training import SchemaTool
@@ -267,7 +267,9 @@ def test_doing_nothing_scores_zero_profit(desk):
 def test_reset_takes_a_seed_and_refuses_a_bad_task(env):
     session = env.open()
     assert "battery" in session.reset(seed=11)
-    with pytest.raises(LookupError, match=r"unknown task id '\.\./\.\./etc/passwd'"):
+    with pytest.raises(
+        UnscoredEpisodeError, match=r"its reset raised BundleError: unknown task id '\.\./\.\./etc/passwd'"
+    ):
         session.reset(task_id="../../etc/passwd")
 
 

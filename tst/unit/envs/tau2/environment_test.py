@@ -13,6 +13,7 @@ import pytest
 from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError, ToolError
 from agent_env.envs.tau2.environment import SYSTEM_PROMPT
 from agent_env.envs.tau2.mock import Tau2Mock
+from agent_env.errors import UnscoredEpisodeError
 from agent_env.users import USER_CHANNEL, ScriptedUser
 
 
@@ -72,10 +73,12 @@ def test_without_a_prompt_the_user_opens_and_reset_returns_its_opening():
 
 
 def test_reset_names_what_it_needs():
-    with mock().open() as session:
-        with pytest.raises(ValueError, match="reset needs a task: pass task_id"):
+    with mock().open() as session:  # a reset that raises is an episode that cannot be scored, saying why
+        with pytest.raises(UnscoredEpisodeError, match="ValueError: reset needs a task: pass task_id"):
             session.reset()
-        with pytest.raises(LookupError, match="has no task 'nope'; its task ids are like create_task_1"):
+        with pytest.raises(
+            UnscoredEpisodeError, match="has no task 'nope'; its task ids are like create_task_1"
+        ):
             session.reset(task_id="nope")
 
 

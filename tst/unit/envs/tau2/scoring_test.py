@@ -13,7 +13,7 @@ import pytest
 
 from agent_env import AgentEnv
 from agent_env.envs.tau2.judge import verdicts
-from agent_env.errors import JudgeEndpointError
+from agent_env.errors import InfrastructureFailedError, JudgeEndpointError
 from agent_env.users import USER_CHANNEL
 from tst.unit.evaluation.scripted import Answer, completion, scripted
 
@@ -78,8 +78,13 @@ def test_a_judge_finds_each_assertion_met_or_not_and_the_reward_follows(judged_d
 def test_a_judge_that_fails_leaves_the_episode_unscored(judged_data):
     with scripted(lambda body, headers: Answer(completion("I think so?"))) as server:
         env = AgentEnv.local("tau2-mock", data_dir=judged_data, judge={"base_url": server.url, **FAST})
-        with pytest.raises(JudgeEndpointError, match="cannot be read as one verdict per assertion"):
+        with pytest.raises(
+            InfrastructureFailedError, match="cannot be read as one verdict per assertion"
+        ) as raised:
             play(env, "update_task_1", DONE)
+    assert isinstance(
+        raised.value.cause, JudgeEndpointError
+    )  # a service failed: a trainer leaves it unscored
 
 
 def test_verdicts_are_read_from_plain_or_fenced_json_one_per_assertion():
