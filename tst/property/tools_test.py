@@ -19,6 +19,8 @@ from hypothesis_jsonschema import from_schema
 from jsonschema import Draft202012Validator
 
 from agent_env.envs import ENVIRONMENTS, load_environment
+from agent_env.envs.tau2 import Tau2Environment
+from agent_env.envs.tau2.store import canonical
 from agent_env.errors import ToolArgumentError, ToolError
 from agent_env.schema import json_path
 from agent_env.session import LocalProvider, LocalSession
@@ -44,7 +46,12 @@ def oracle(environment: str, name: str) -> Draft202012Validator:
 
 @cache
 def first_row(environment: str) -> dict[str, Any]:
-    return LocalProvider(load_environment(environment)).dataset_rows("train")[0]
+    """The first row of the environment's train split (or of its only split, `base`, for τ²'s mock domain)."""
+    provider = LocalProvider(load_environment(environment))
+    try:
+        return provider.dataset_rows("train")[0]
+    except LookupError:
+        return provider.dataset_rows("base")[0]
 
 
 def running_session(environment: str) -> LocalSession:
@@ -55,7 +62,16 @@ def running_session(environment: str) -> LocalSession:
 
 def snapshot(environment: object) -> dict[str, Any]:
     """A deep copy of an environment's plain state (containers, numbers, strings), and the identity of every other
-    attribute (a loaded bundle, a day: read-only objects that are replaced, not changed, when state moves)."""
+    attribute (a loaded bundle, a day: read-only objects that are replaced, not changed, when state moves).
+
+    A τ²-bench environment's state is its databases and its conversation; its record of calls counts a refused call
+    by design (tau2-bench ends an episode after too many failed calls, and matches actions against every call)."""
+    if isinstance(environment, Tau2Environment):
+        return {
+            "db": {name: {key: canonical(table[key]) for key in table.changed()} for name, table in environment.db.tables.items()},
+            "user_db": None if environment.user_db is None else environment.user_db.changed(),
+            "chat": None if environment.chat is None else list(environment.chat.messages),
+        }  # fmt: skip
     plain = (list, dict, tuple, set, str, int, float, bool, type(None))
     return {
         name: copy.deepcopy(value) if isinstance(value, plain) else ("object", id(value))
