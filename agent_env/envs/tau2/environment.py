@@ -154,25 +154,22 @@ class Tau2Environment(UserChat, Environment):
         task = self.data.task(task_id)
         self.task, self.termination, self._breakdown = task, None, None
         self.steps, self.errors = 1, 0
-        self.calls, self.transcript = [], []
-        self.db, self.user_db, history_calls = self.initial_state(task)
-        self.calls.extend(history_calls)
-        history = _chat_history(task.history())
+        self.calls = self.initial_state(task)
         self.transcript = _transcript_history(task.history())
         given = _last_user_text(prompt)
-        opening = self.start_chat(task.scenario(), given, history)
+        opening = self.start_chat(task.scenario(), given, _chat_history(task.history()))
         self.transcript.append(("user", opening))
         return None if given is not None else opening
 
-    def initial_state(self, task: Task) -> tuple[Store, Store | None, list[Call]]:
-        """Fresh databases for `task`, as tau2-bench sets its state: the initialization data merged in, the
-        initialization actions run, then the writes of the conversation before the task replayed. Also sets them as
-        this environment's (`db`, `user_db`), which the tools act on; returns them, with the replayed calls."""
+    def initial_state(self, task: Task) -> list[Call]:
+        """Set fresh databases for `task` (`db`, `user_db`, which the tools act on) as tau2-bench sets its state:
+        the initialization data merged in, the initialization actions run, then the calls of the conversation before
+        the task replayed. Returns those calls, as the episode's record starts with them."""
         self.db = self.store(self.data.base)
         self.user_db = self.store(self.data.user_base) if self.data.user_base is not None else None
         state = task.initial_state
         if state is None:
-            return self.db, self.user_db, []
+            return []
         data = state.initialization_data
         if data is not None and data.agent_data:
             self.db.update(data.agent_data)
@@ -185,7 +182,7 @@ class Tau2Environment(UserChat, Environment):
             for call in message.tool_calls or []:
                 side = "user" if message.role == "user" else call.requestor
                 calls.append(self.replay(call.name, call.arguments, side))
-        return self.db, self.user_db, calls
+        return calls
 
     # What tasks call directly: their actions, replays, helpers and assertions.
 
@@ -230,9 +227,11 @@ class Tau2Environment(UserChat, Environment):
         return self.user_side.tools.published if self.user_side is not None else ()
 
     def run_user_tool(self, name: str, arguments: Any) -> str:
+        """Run a call of the user's own, kept in the record and counted (a failure too) as the agent's are."""
         call = self.replay(name, arguments if isinstance(arguments, Mapping) else {}, "user")
         self.calls.append(call)
         self.steps += 2
+        self.errors += call.error
         return call.result
 
     # The episode's record, its limits and its end.

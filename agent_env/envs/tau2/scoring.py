@@ -95,7 +95,7 @@ def gold(env: Tau2Environment, task: Task) -> tuple[Store, Store | None]:
         if found is None:
             replayer = type(env).__new__(type(env))
             replayer.data = env.data
-            replayer.db, replayer.user_db, _ = replayer.initial_state(task)
+            replayer.initial_state(task)
             criteria = task.evaluation_criteria
             for action in (criteria.actions or []) if criteria else []:
                 replayer.replay(action.name, action.arguments, action.requestor)
