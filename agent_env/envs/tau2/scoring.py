@@ -20,6 +20,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from agent_env.envs.tau2.store import Store
+from agent_env.users import ScriptedUser
 
 if TYPE_CHECKING:
     from agent_env.envs.tau2.environment import Tau2Environment, Termination

@@ -137,3 +137,21 @@ def test_trials_below_one_are_refused(tmp_path, trials):
             trials=trials,
             out=tmp_path / "x.jsonl",
         )
+
+
+def test_a_run_with_the_scripted_user_says_its_rewards_are_not_the_leaderboards(tmp_path):
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=[CREATE])), lambda body: Answer(completion("Done."))
+    )
+    with scripted(agent) as model:
+        report = evaluate(
+            AgentEnv.local("tau2-mock"),
+            Endpoint(model.url, **FAST),
+            split="base",
+            episodes=2,
+            out=tmp_path / "r.jsonl",
+        )
+    assert any(
+        "the user is scripted (no model plays it)" in note and "(2 of 2 episodes)" in note
+        for note in report.notes
+    )

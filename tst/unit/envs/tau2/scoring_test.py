@@ -134,3 +134,9 @@ def test_an_assertion_that_raises_does_not_hold_and_says_why():
     breakdown = play(AgentEnv.local("tau2-mock"), "create_task_1_with_env_assertions", [])
     assert breakdown["parts"]["ENV_ASSERTION"]["reward"] == 0.0
     assert "raised Task task_2 not found" in breakdown["parts"]["ENV_ASSERTION"]["why"]
+
+
+def test_the_breakdown_names_the_user_and_says_a_scripted_one_is_not_the_benchmarks():
+    breakdown = play(AgentEnv.local("tau2-mock"), "update_task_1", DONE)
+    assert breakdown["user"] == {"kind": "scripted", "script": "the scenario's"}
+    assert "not comparable with the leaderboard's" in breakdown["user_note"]
