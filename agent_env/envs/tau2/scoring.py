@@ -49,7 +49,13 @@ def score(env: Tau2Environment, termination: Termination) -> dict[str, Any]:
         "task": task.id,
         "ended": ENDINGS[termination],
         "scored": termination in SCORED,
+        "user": env.user.describe(),
     }
+    if isinstance(env.user, ScriptedUser):
+        breakdown["user_note"] = (
+            "the user is scripted (no model plays it): not τ²-bench's simulated user, so the reward is not "
+            "comparable with the leaderboard's; give a user model (user=..., --user-base-url) for that"
+        )
     criteria = task.evaluation_criteria
     if termination not in SCORED:
         return {**breakdown, "reward": 0.0, "basis": [], "parts": {}, "official": True,
