@@ -22,7 +22,8 @@ from tst.trl.conftest import Script
 from tst.unit.readme_test import fenced
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SECTION = README[README.index("## Train on an MCP server") : README.index("## Serve an environment")]
+_START = README.index("## Train on an MCP server")
+SECTION = README[_START : README.index("\n## ", _START + 1)]  # to the next section, whatever it is
 
 
 def calls(*made: tuple[str, dict[str, Any]]) -> str:
