@@ -3,9 +3,9 @@
 Arrow holds one type per column, so `Dataset.from_list` refuses a list that mixes types (`[["ada", 36]]`) with a
 bare `ArrowTypeError` naming no row and no key, and quietly changes others (a dict that lacks a key another row's has
 gets it as `None`; `[1, 2.5]` comes back `[1.0, 2.5]`). A `reset(**row)` under TRL gets the value the dataset gives
-back, so each column whose values would not come back as given is stored as JSON (`datasets.Json`, datasets >=
-4.7), which does give them back. A value even JSON cannot carry (an integer past 64 bits, a set, an object that is
-no JSON value) is refused, naming the row, the key and what to give instead.
+back, so each column whose values would not come back as given is stored as JSON (`datasets.Json`; datasets >= 5.0
+decodes it on every read), which does give them back. A value even JSON cannot carry (an integer past 64 bits, a
+set, an object that is no JSON value) is refused, naming the row, the key and what to give instead.
 
 "As given" is JSON's sameness: a tuple comes back a list, as it would from a served environment, but an int stays
 an int, a bool a bool, and a dict keeps exactly its keys. A row that lacks a column other rows have still gets it as

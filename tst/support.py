@@ -49,3 +49,27 @@ def local_tau2_data(project: Path) -> Path | None:
         if (candidate / "airline" / "db.json").is_file():
             return candidate
     return None
+
+
+def trl_refusal(function: Any) -> str | None:
+    """What TRL's rendering of a tool method (transformers' `get_json_schema`, which `apply_chat_template` runs)
+    raises on `function` in the installed transformers, as `ExceptionName: ` and its words; None when it renders it.
+
+    Which tools it refuses depends on the version, so a test asks the real code path rather than naming one:
+    transformers 5.23 and later raise on a hint of a custom class (a pydantic model, a TypedDict); 5.18 to 5.22 render
+    one as `{"type": "object"}`, and refuse such a tool only when its docstring leaves a parameter out.
+    """
+    from transformers.utils import get_json_schema
+
+    try:
+        get_json_schema(function)
+    except Exception as error:
+        return f"{type(error).__name__}: {' '.join(str(error).split())}"
+    return None
+
+
+def trl_refusal_of(environment: type, name: str) -> str | None:
+    """`trl_refusal` of tool `name` of `environment`, bound as TRL's `getattr(instance, name)` binds it."""
+    import types
+
+    return trl_refusal(types.MethodType(environment.tools[name].function, environment))

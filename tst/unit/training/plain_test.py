@@ -13,13 +13,13 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 from pydantic import BaseModel, Field
-from transformers.utils.chat_template_utils import TypeHintParsingException
+from transformers.utils.chat_template_utils import DocstringParsingException, TypeHintParsingException
 
 from agent_env import AgentEnv, Environment, tool
 from agent_env.envs.gridsim.desk import GridSimDesk
 from agent_env.tools import Tool
 from agent_env.training.plain import nearest_hint, plain_tool, plain_tools, unrenderable
-from tst.support import qwen3_tokenizer
+from tst.support import qwen3_tokenizer, trl_refusal_of
 
 PROBE = [{"role": "user", "content": "Begin."}]
 
@@ -121,15 +121,22 @@ def test_the_desk_loses_in_trls_own_rendering_only_what_trl_itself_drops():
         "check_offers",
         "submit_dam_offers",
     ]  # their TypedDict hints: TRL raises on them
-    assert all(
-        why.startswith("TypeHintParsingException: ") and "CurveOffer" in why for why in refused.values()
-    )
+    for name, why in refused.items():  # a TypedDict hint (transformers >= 5.23), or else the docstring's gap
+        refusal = trl_refusal_of(GridSimDesk, name)
+        assert refusal is not None and refusal.startswith(why)
+        assert "CurveOffer" in why or "'curves'" in why
 
 
 def test_a_tool_trl_cannot_render_is_shown_in_its_nearest_form_and_said_to_be_refused():
     shown = {tool.name: tool for tool in plain_tools(AgentEnv.local(Shapes).provider)}
     pack = shown["pack"]
-    assert pack.refused is not None and "Couldn't convert the type hint" in pack.refused
+    # transformers >= 5.23 refuses its pydantic hints, and the nearest form is shown; before, it renders them as
+    # bare objects itself: the same schema either way
+    refusal = trl_refusal_of(Shapes, "pack")
+    assert (pack.refused is None) == (refusal is None)
+    assert refusal is None or (
+        refusal.startswith(pack.refused or "") and "Couldn't convert the type hint" in refusal
+    )
     assert pack.schema["function"]["parameters"] == {
         "type": "object",
         "properties": {
@@ -245,5 +252,7 @@ def test_every_desk_tool_renders_in_one_prompt_in_the_lossy_arm():
     tools = [tool.schema for tool in plain_tools(AgentEnv.local("gridsim-desk").provider)]
     prompt = rendered(tools)
     assert all(json.dumps(tool, ensure_ascii=False) in prompt for tool in tools)
-    with pytest.raises(TypeHintParsingException):
+    with pytest.raises(
+        (TypeHintParsingException, DocstringParsingException)
+    ):  # which, by transformers' version
         rendered(list(trl_discovered(GridSimDesk).values()))
