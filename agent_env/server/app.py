@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute, Route
 
 from agent_env.environment import EnvironmentReference
 from agent_env.envs import load_environment
+from agent_env.openenv.server._surface import OpenEnvSurface
 from agent_env.server import _jsonrpc as jsonrpc
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
@@ -31,7 +32,6 @@ from agent_env.server._limits import (
     Limits,
 )
 from agent_env.server._mcp import McpEndpoint
-from agent_env.server._openenv import OpenEnvSurface
 
 logger = logging.getLogger("agent_env.server")
 

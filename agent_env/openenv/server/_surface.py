@@ -21,12 +21,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from agent_env.openenv import _wire as wire
+from agent_env.openenv.server._rpc import OpenEnvRpc
+from agent_env.openenv.server._sessions import OpenEnvSessions
+from agent_env.openenv.server._socket import OpenEnvSocket
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._http import answered
 from agent_env.server._limits import Limits
-from agent_env.server._openenv_rpc import OpenEnvRpc
-from agent_env.server._openenv_sessions import OpenEnvSessions
-from agent_env.server._openenv_socket import OpenEnvSocket
 from agent_env.server._serve import OPENENV_PREFIX
 
 _PREFIX = re.compile(r"(/[A-Za-z0-9._~-]+)+")

@@ -1,4 +1,4 @@
-"""OpenEnv's surface on an agent_env server (`server/_openenv*.py`): transcripts through an in-memory WebSocket.
+"""OpenEnv's surface on an agent_env server (`openenv/server/`): transcripts through an in-memory WebSocket.
 
 Every frame here is one OpenEnv's servers send (shapes read from `openenv/core/env_server/http_server.py` and
 checked against its real servers); the tier under tst/openenv drives the same surface with OpenEnv's real clients.
@@ -16,11 +16,10 @@ from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
 from agent_env.openenv import _wire as wire
-from agent_env.server import _openenv_socket as openenv_socket
+from agent_env.openenv.server import _socket as openenv_socket
 from agent_env.server.app import build_app
 from agent_env.session import LocalSession
-
-from .toy import ToyDesk
+from tst.unit.server.toy import ToyDesk
 
 WS = "/openenv/ws"
 RPC = "/openenv/mcp"

@@ -17,10 +17,10 @@ from starlette.responses import Response
 
 from agent_env.errors import AgentEnvError
 from agent_env.openenv import _wire as wire
+from agent_env.openenv.server._sessions import OPENENV, OpenEnvSessions
 from agent_env.schema._validator import short
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._json import NotJsonError, parse_json
-from agent_env.server._openenv_sessions import OPENENV, OpenEnvSessions
 from agent_env.server.errors import EpisodeNotFoundError, TooManyEpisodesError
 
 _REQUEST_KEYS = frozenset({"jsonrpc", "method", "params", "id"})

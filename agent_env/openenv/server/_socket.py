@@ -24,14 +24,14 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from agent_env.errors import AgentEnvError, ToolArgumentError, UnknownToolError
 from agent_env.openenv import _wire as wire
+from agent_env.openenv.server._rpc import OpenEnvRpc
+from agent_env.openenv.server._sessions import OPENENV, OpenEnvSessions
 from agent_env.schema._validator import short
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._guard import json_values
 from agent_env.server._json import NotJsonError, parse_json
 from agent_env.server._limits import Limits
 from agent_env.server._mcp import MODEL_ERRORS
-from agent_env.server._openenv_rpc import OpenEnvRpc
-from agent_env.server._openenv_sessions import OPENENV, OpenEnvSessions
 from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, TooManyEpisodesError
 
 logger = logging.getLogger("agent_env.server")
