@@ -129,7 +129,8 @@ def serve(
     from agent_env.envs import search_working_directory
     from agent_env.errors import AgentEnvError
     from agent_env.inspection.targets import environment_reference
-    from agent_env.server._serve import OPENENV_PREFIX, parse_row
+    from agent_env.openenv.server import OpenEnvSurface
+    from agent_env.server._serve import parse_row
     from agent_env.server._serve import serve as run_server
 
     search_working_directory()  # as tools, render and check do
@@ -154,7 +155,7 @@ def serve(
             allowed_origins=[*LOOPBACK_ORIGINS, *(allow_origin or [])],
             body_timeout=body_timeout,
             max_body_values=max_body_values,
-            openenv_prefix=OPENENV_PREFIX if openenv else None,
+            surfaces=[OpenEnvSurface()] if openenv else [],
             **options,
         )
     except (ValueError, LookupError, ImportError, AgentEnvError) as error:

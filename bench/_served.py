@@ -23,7 +23,14 @@ _SERVER = """
 import json, sys, uvicorn
 from agent_env.server import build_app
 from agent_env.server._serve import uvicorn_options
-app = build_app(sys.argv[1], **json.loads(sys.argv[2]))
+settings = json.loads(sys.argv[2])
+if "openenv_prefix" in settings:  # JSON cannot carry a surface; a checkout from before OpenEnv's surface left
+    try:                           # agent_env/server/ takes the prefix itself
+        from agent_env.openenv import OpenEnvSurface
+        settings["surfaces"] = [OpenEnvSurface(settings.pop("openenv_prefix"))]
+    except ImportError:
+        pass
+app = build_app(sys.argv[1], **settings)
 options = uvicorn_options()
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning", access_log=False, **options)
 """
@@ -34,6 +41,7 @@ def served(
     environment: str, *, source: Path | None = None, **settings: Any
 ) -> Iterator[tuple[str, psutil.Process]]:
     """Serve `environment` with `build_app(environment, **settings)`: yields (base URL, the server's process).
+    `openenv_prefix=` in `settings` serves OpenEnv's surface there (`surfaces=[OpenEnvSurface(prefix)]`).
 
     `source`, when given, is a checkout of agent_env whose code serves instead of this one (`baseline` makes one),
     so that two versions are measured in one run. The server is stopped on exit (terminated, then killed if it has

@@ -1,7 +1,8 @@
 """Serve an environment over HTTP (MCP and a control API), and reach a served one: needs the `server` extra.
 
 Importing this package loads only the errors; the client side (`RemoteProvider`, `RemoteSession`) loads httpx, and
-the server side (`build_app`, `serve`) the MCP SDK, starlette and uvicorn, when first touched.
+the server side (`build_app`, `serve`) the MCP SDK, starlette and uvicorn, when first touched. Other wire protocols
+plug into `build_app` from above as a `Surface` (OpenEnv's: `agent_env.openenv.OpenEnvSurface`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,13 @@ from agent_env.server.errors import (
 
 if TYPE_CHECKING:
     from agent_env.server._serve import serve
+    from agent_env.server._surface import Mount, Surface
     from agent_env.server.app import build_app
     from agent_env.server.client import RemoteProvider, RemoteSession
 
 _LAZY = {
+    "Mount": "agent_env.server._surface",
+    "Surface": "agent_env.server._surface",
     "RemoteProvider": "agent_env.server.client",
     "RemoteSession": "agent_env.server.client",
     "build_app": "agent_env.server.app",
@@ -47,6 +51,7 @@ __all__ = [
     "DatasetNotFoundError",
     "EpisodeNotFoundError",
     "InvalidRequestError",
+    "Mount",
     "RemoteError",
     "RemoteProvider",
     "RemoteSession",
@@ -54,6 +59,7 @@ __all__ = [
     "ResetError",
     "ServerError",
     "ServerUnavailableError",
+    "Surface",
     "TooManyEpisodesError",
     "UnauthorizedError",
     "build_app",

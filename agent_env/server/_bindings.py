@@ -10,14 +10,14 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_env.server._episodes import EpisodeRegistry, Surface
+from agent_env.server._episodes import ClientAdvice, EpisodeRegistry
 from agent_env.server.errors import DatasetNotFoundError
 
 DEFAULT_SPLITS = ("test", "train")
 """Where the default row of an MCP session comes from when none is configured: the first row of the first of these
 splits the environment has (the held-out split first: an MCP client is most often an evaluator)."""
 
-MCP = Surface(
+MCP = ClientAdvice(
     start_hint="open a new MCP session (connect again)",
     start_again="open a new MCP session (connect again) to start another",
     make_room="end MCP sessions you no longer use (DELETE /mcp)",

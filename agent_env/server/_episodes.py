@@ -49,7 +49,7 @@ WORKERS = 16
 
 
 @dataclass(frozen=True)
-class Surface:
+class ClientAdvice:
     """What the clients of one wire surface do to start an episode and to make room for one, in the words every
     message to them uses, so that none names a call they cannot make."""
 
@@ -61,7 +61,7 @@ class Surface:
     """What frees room for another episode when the server holds its limit."""
 
 
-CONTROL = Surface(
+CONTROL = ClientAdvice(
     start_hint="call reset(...)",
     start_again="start a new episode (POST /episodes)",
     make_room="close finished ones (DELETE /episodes/{id})",
@@ -74,7 +74,7 @@ class Episode:
     """One live episode: its session, the lock that keeps its calls one at a time, and when it was last used."""
 
     id: str
-    surface: Surface = CONTROL
+    surface: ClientAdvice = CONTROL
     session: LocalSession | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_used: float = field(default_factory=time.monotonic)
@@ -127,7 +127,9 @@ class EpisodeRegistry:
             self._workers.shutdown()
             self._workers = None
 
-    async def open(self, row: Mapping[str, Any] | None, surface: Surface = CONTROL) -> tuple[str, str | None]:
+    async def open(
+        self, row: Mapping[str, Any] | None, surface: ClientAdvice = CONTROL
+    ) -> tuple[str, str | None]:
         """A new episode on a fresh environment instance, reset from `row` (None: not reset, no episode running).
 
         Args:
@@ -152,18 +154,20 @@ class EpisodeRegistry:
             episode.last_used = time.monotonic()
         return episode.id, observation
 
-    async def reset(self, episode_id: str, row: Mapping[str, Any], surface: Surface = CONTROL) -> str | None:
+    async def reset(
+        self, episode_id: str, row: Mapping[str, Any], surface: ClientAdvice = CONTROL
+    ) -> str | None:
         """Start the next episode on the same environment instance; return its first observation."""
         async with self._use(episode_id, surface) as episode:
             return await self._reset(episode, row)
 
-    async def call(self, episode_id: str, name: str, arguments: Any, surface: Surface = CONTROL) -> str:
+    async def call(self, episode_id: str, name: str, arguments: Any, surface: ClientAdvice = CONTROL) -> str:
         """Validate and run one tool call, as `LocalSession.call_tool` does; return its text."""
         async with self._use(episode_id, surface) as episode:
             return await self._call(episode, name, arguments)
 
     async def call_and_score(
-        self, episode_id: str, name: str, arguments: Any, surface: Surface = CONTROL
+        self, episode_id: str, name: str, arguments: Any, surface: ClientAdvice = CONTROL
     ) -> tuple[str, float | None]:
         """`call`, and the episode's reward if that call ended it (`end_turn`), read in the same turn.
 
@@ -178,24 +182,24 @@ class EpisodeRegistry:
             with _failures_reported("reward()", episode):
                 return text, await self._run(episode, session.reward, "reward()")
 
-    async def reward(self, episode_id: str, surface: Surface = CONTROL) -> float:
+    async def reward(self, episode_id: str, surface: ClientAdvice = CONTROL) -> float:
         """The episode's reward, ending it first if it is still running."""
         async with self._use(episode_id, surface) as episode:
             with _failures_reported("reward()", episode):
                 return await self._run(episode, _session(episode).reward, "reward()")
 
-    async def score(self, episode_id: str, surface: Surface = CONTROL) -> Score:
+    async def score(self, episode_id: str, surface: ClientAdvice = CONTROL) -> Score:
         """The episode's reward and its breakdown, ending it first if it is still running."""
         async with self._use(episode_id, surface) as episode:
             with _failures_reported("reward()", episode):
                 return await self._run(episode, _session(episode).score, "reward()")
 
-    def ended(self, episode_id: str, surface: Surface = CONTROL) -> str | None:
+    def ended(self, episode_id: str, surface: ClientAdvice = CONTROL) -> str | None:
         """Why the episode has ended, or None while it runs (`LocalSession.ended`) or once it is closed."""
         episode = self._episodes.get(episode_id)
         return None if episode is None or episode.session is None else episode.session.ended()
 
-    def close(self, episode_id: str, surface: Surface = CONTROL) -> None:
+    def close(self, episode_id: str, surface: ClientAdvice = CONTROL) -> None:
         """Close an episode and free it; a call already running on it still answers, and nothing more runs on it."""
         episode = self._episodes.get(episode_id)
         if episode is None:
@@ -327,12 +331,12 @@ class EpisodeRegistry:
             self._discard(episode)
             raise
 
-    def _use(self, episode_id: str, surface: Surface) -> _InUse:
+    def _use(self, episode_id: str, surface: ClientAdvice) -> _InUse:
         """`async with self._use(id, surface) as episode:` the live episode, its calls one at a time (its lock held),
         counted busy (never idle) meanwhile."""
         return _InUse(self, self._live(episode_id, surface), surface)
 
-    def _live(self, episode_id: str, surface: Surface) -> Episode:
+    def _live(self, episode_id: str, surface: ClientAdvice) -> Episode:
         episode = self._episodes.get(episode_id)
         if episode is not None and self._expired(episode, time.monotonic()):
             self._discard(episode)
@@ -341,7 +345,7 @@ class EpisodeRegistry:
             raise EpisodeNotFoundError(self._not_found(episode_id, surface))
         return episode
 
-    def _admit(self, surface: Surface) -> Episode:
+    def _admit(self, surface: ClientAdvice) -> Episode:
         limit = self.limits.max_episodes
         if limit is not None and len(self._episodes) >= limit:
             self.reap()
@@ -373,7 +377,7 @@ class EpisodeRegistry:
             )
         return self._workers
 
-    def _not_found(self, episode_id: str, surface: Surface) -> str:
+    def _not_found(self, episode_id: str, surface: ClientAdvice) -> str:
         idle = self.limits.idle_timeout
         idled = f"idled out after {idle:g} s, " if idle is not None else ""
         return (
@@ -400,7 +404,7 @@ class _InUse:
 
     __slots__ = ("episode", "registry", "surface")
 
-    def __init__(self, registry: EpisodeRegistry, episode: Episode, surface: Surface) -> None:
+    def __init__(self, registry: EpisodeRegistry, episode: Episode, surface: ClientAdvice) -> None:
         self.registry = registry
         self.episode = episode
         self.surface = surface

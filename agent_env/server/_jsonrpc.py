@@ -49,9 +49,8 @@ class Dialect:
 
 
 MCP = Dialect(tool_results=True, anonymous_status=413)
-"""Streamable HTTP: as the MCP SDK answers a body over its limit when it has no id to answer."""
-OPENENV = Dialect(tool_results=False, anonymous_status=200)
-"""OpenEnv's `POST /mcp`: every answer is HTTP 200."""
+"""Streamable HTTP: as the MCP SDK answers a body over its limit when it has no id to answer. A surface's own
+endpoints name their dialects in its `Mount` (OpenEnv's `POST /mcp`: every answer HTTP 200)."""
 
 
 def valid_id(value: Any) -> bool:

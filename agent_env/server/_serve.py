@@ -8,8 +8,8 @@ import json
 import logging
 import math
 import sys
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agent_env.environment import Environment, EnvironmentReference
 from agent_env.server._limits import (
@@ -20,10 +20,10 @@ from agent_env.server._limits import (
     LOOPBACK_HOSTS,
 )
 
-logger = logging.getLogger("agent_env.server")
+if TYPE_CHECKING:
+    from agent_env.server._surface import Surface
 
-OPENENV_PREFIX = "/openenv"
-"""Where `agent-env serve --openenv` serves OpenEnv's wire surface."""
+logger = logging.getLogger("agent_env.server")
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -84,9 +84,7 @@ def serve(
         **options,
     )
     show_logs(log_level)
-    logger.info(
-        "%s", announcement(environment_class, host, port, openenv_prefix=options.get("openenv_prefix"))
-    )
+    logger.info("%s", announcement(environment_class, host, port, surfaces=options.get("surfaces", ())))
     logger.info(
         "agent_env: HTTP parsed by %s, on %s's event loop", running["http"].parser_name, running["loop"]
     )
@@ -122,7 +120,7 @@ def show_logs(log_level: str) -> None:
 
 
 def announcement(
-    environment: type[Environment], host: str, port: int, *, openenv_prefix: str | None = None
+    environment: type[Environment], host: str, port: int, *, surfaces: Sequence[Surface] = ()
 ) -> str:
     """The line `serve` logs at start: which environment, its tool-set fingerprint (the one a trainer's factory logs),
     and where each surface is."""
@@ -132,13 +130,12 @@ def announcement(
     url = f"http://{name}:{port}"
     where = f"a free port on {name} (uvicorn's next line says which)" if port == 0 else url
     connect = "that URL" if port == 0 else repr(url)
-    surfaces = f"MCP at /mcp, the episode API for AgentEnv.connect({connect})"
-    if openenv_prefix is not None:
-        surfaces += f", OpenEnv's at {openenv_prefix}"
+    served = [f"MCP at /mcp, the episode API for AgentEnv.connect({connect})"]
+    served += [surface.describe() for surface in surfaces]
     tools = environment.tools.published
     return (
         f"agent_env: serving {environment.__name__} ({len(tools)} tools, tool set {fingerprint(tools)}) at {where}: "
-        f"{surfaces}"
+        f"{', '.join(served)}"
     )
 
 

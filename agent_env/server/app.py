@@ -1,4 +1,4 @@
-"""`build_app`: one environment served over HTTP, as MCP at `/mcp`, the control API beside it, and OpenEnv's surface."""
+"""`build_app`: one environment served over HTTP, as MCP at `/mcp`, the control API beside it, and any other surfaces."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from starlette.routing import BaseRoute, Route
 
 from agent_env.environment import EnvironmentReference
 from agent_env.envs import load_environment
-from agent_env.openenv.server._surface import OpenEnvSurface
 from agent_env.server import _jsonrpc as jsonrpc
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
@@ -32,6 +31,7 @@ from agent_env.server._limits import (
     Limits,
 )
 from agent_env.server._mcp import McpEndpoint
+from agent_env.server._surface import Surface
 
 logger = logging.getLogger("agent_env.server")
 
@@ -52,11 +52,11 @@ def build_app(
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
     max_body_values: int | None = DEFAULT_MAX_BODY_VALUES,
     mcp_row: Mapping[str, Any] | None = None,
-    openenv_prefix: str | None = None,
+    surfaces: Sequence[Surface] = (),
     **config: Any,
 ) -> Starlette:
-    """An ASGI app serving `environment`: MCP (streamable HTTP) at `/mcp`, the control API beside it, and with
-    `openenv_prefix` OpenEnv's wire surface under that prefix.
+    """An ASGI app serving `environment`: MCP (streamable HTTP) at `/mcp`, the control API beside it, and each of
+    `surfaces` (another wire protocol, like OpenEnv's) on the same episodes, under the same guard and limits.
 
     Every episode is a `LocalSession` on its own environment instance; an MCP session gets one episode (started
     on its first tool call from the row in its URL, else `mcp_row`), and the control API opens as many as asked
@@ -83,15 +83,23 @@ def build_app(
         mcp_row: The dataset row an MCP session's episode starts from when the client names none in the endpoint's
             URL (`/mcp?seed=7`); None: the first row of the environment's `test` split (else `train`), or the
             empty row for an environment without a dataset.
-        openenv_prefix: Where to serve OpenEnv's surface (`/ws`, its `POST /mcp` dialect, `/health`, `/schema`,
-            `/metadata`), as `agent-env serve --openenv` does at `/openenv`; None serves none. See docs/openenv.md.
+        surfaces: Other wire protocols to serve beside MCP, each a `Surface` (`agent_env/server/_surface.py`):
+            `[OpenEnvSurface()]` (from `agent_env.openenv`) serves OpenEnv's `/ws`, its `POST /mcp` dialect,
+            `/health`, `/schema` and `/metadata` under `/openenv`, as `agent-env serve --openenv` does. See
+            docs/openenv.md.
         **config: Passed to the environment's constructor for every episode.
 
     Raises:
         LookupError: `environment` names no environment.
-        TypeError: `environment` is neither an `Environment` subclass nor an `MCPEnvironment`.
-        ValueError: A limit is out of range.
+        TypeError: `environment` is neither an `Environment` subclass nor an `MCPEnvironment` (or `openenv_prefix=`
+            is given: pass `surfaces=[OpenEnvSurface(prefix)]`).
+        ValueError: A limit is out of range, or a surface cannot be served (it says why).
     """
+    if "openenv_prefix" in config:  # build_app took it before OpenEnv's surface left this room
+        raise TypeError(
+            "build_app takes OpenEnv's surface as surfaces=[OpenEnvSurface(prefix)] (from agent_env.openenv), "
+            "not openenv_prefix="
+        )
     try:
         environment_class = load_environment(environment)
     except LookupError:
@@ -115,13 +123,16 @@ def build_app(
     episodes = EpisodeRegistry(environment_class, config, limits)
     sessions = SessionEpisodes(episodes, mcp_row)
     mcp = McpEndpoint(episodes, sessions, limits)
-    openenv = OpenEnvSurface(episodes, limits, openenv_prefix) if openenv_prefix is not None else None
+    mounts = [surface.mount(episodes, limits) for surface in surfaces]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await episodes.start()
         try:
-            async with mcp.run():
+            async with mcp.run(), contextlib.AsyncExitStack() as running:
+                for mount in mounts:
+                    if mount.lifespan is not None:
+                        await running.enter_async_context(mount.lifespan())
                 logger.debug(
                     "agent_env: serving %s", environment_class.__name__
                 )  # `serve` says more, at INFO
@@ -134,10 +145,10 @@ def build_app(
     routes: list[BaseRoute] = [Route(MCP_PATH, mcp), *ControlApi(episodes, sessions).routes()]
     open_paths = set(OPEN_PATHS)
     rpc_paths = {MCP_PATH: jsonrpc.MCP}
-    if openenv is not None:
-        routes += openenv.routes()
-        open_paths |= openenv.open_paths()
-        rpc_paths[openenv.rpc_path()] = jsonrpc.OPENENV
+    for mount in mounts:
+        routes += mount.routes
+        open_paths |= mount.open_paths
+        rpc_paths.update(mount.rpc_paths)
     app = Starlette(
         routes=routes,
         middleware=[

@@ -55,9 +55,9 @@ def ray_provider(ray_cluster: str) -> Iterator[Provider]:
 def openenv_provider() -> Iterator[Provider]:
     """Sessions of the toy over OpenEnv's /ws: `build_app` with its OpenEnv surface, under uvicorn on a free port."""
     pytest.importorskip("websockets", reason="the server extra is not installed")
-    from agent_env.openenv import OpenEnvProvider
+    from agent_env.openenv import OpenEnvProvider, OpenEnvSurface
     from agent_env.server.app import build_app
     from tst.unit.server.running import running
 
-    with running(build_app(ToyDesk, openenv_prefix="/openenv")) as url:
+    with running(build_app(ToyDesk, surfaces=[OpenEnvSurface()])) as url:
         yield OpenEnvProvider(f"{url}/openenv")

@@ -170,11 +170,11 @@ def test_the_openenv_layer_at_work_imports_only_what_the_server_extra_declares()
         """
         from starlette.testclient import TestClient
         from agent_env import AgentEnv
-        from agent_env.openenv import OpenEnvProvider
+        from agent_env.openenv import OpenEnvProvider, OpenEnvSurface
         from agent_env.server import build_app
         from tst.data.toy import ToyDesk
         from tst.unit.openenv.transports import InProcess
-        with TestClient(build_app(ToyDesk, openenv_prefix="/openenv")) as client:
+        with TestClient(build_app(ToyDesk, surfaces=[OpenEnvSurface()])) as client:
             transport = InProcess(client)
             session = OpenEnvProvider("http://testserver/openenv", transport=transport).open()
             session.reset()

@@ -21,9 +21,14 @@ from agent_env.openenv.server._sessions import OPENENV, OpenEnvSessions
 from agent_env.schema._validator import short
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._json import NotJsonError, parse_json
+from agent_env.server._jsonrpc import Dialect
 from agent_env.server.errors import EpisodeNotFoundError, TooManyEpisodesError
 
 _REQUEST_KEYS = frozenset({"jsonrpc", "method", "params", "id"})
+
+DIALECT = Dialect(tool_results=False, anonymous_status=200)
+"""How the guard answers a request here that it refuses for its size: as every answer here, with HTTP 200 (and a
+refused `tools/call` with a JSON-RPC error, as every failed call)."""
 
 
 class RpcError(Exception):

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_env.server._episodes import EpisodeRegistry, Surface
+from agent_env.server._episodes import ClientAdvice, EpisodeRegistry
 from agent_env.server.errors import InvalidRequestError
 
-OPENENV = Surface(
+OPENENV = ClientAdvice(
     start_hint="call reset(...)",
     start_again="reset on a new session (a new /ws connection, or openenv/session/create)",
     make_room="close sessions you no longer use (a close message, or openenv/session/close)",

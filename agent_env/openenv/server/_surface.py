@@ -21,13 +21,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from agent_env.openenv import _wire as wire
-from agent_env.openenv.server._rpc import OpenEnvRpc
+from agent_env.openenv.server._rpc import DIALECT, OpenEnvRpc
 from agent_env.openenv.server._sessions import OpenEnvSessions
 from agent_env.openenv.server._socket import OpenEnvSocket
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._http import answered
 from agent_env.server._limits import Limits
-from agent_env.server._serve import OPENENV_PREFIX
+from agent_env.server._surface import Mount
+
+OPENENV_PREFIX = "/openenv"
+"""Where `agent-env serve --openenv` serves OpenEnv's wire surface."""
 
 _PREFIX = re.compile(r"(/[A-Za-z0-9._~-]+)+")
 _TAKEN = frozenset({"mcp", "health", "tools", "datasets", "episodes"})
@@ -37,7 +40,7 @@ def check_prefix(prefix: str) -> str:
     """The prefix, if it is a path that collides with none of the server's own routes; else `ValueError`."""
     if not _PREFIX.fullmatch(prefix) or prefix.split("/")[1] in _TAKEN:
         raise ValueError(
-            f"openenv_prefix must be a path like {OPENENV_PREFIX!r} (segments of letters, digits, '.', '_', '~', "
+            f"OpenEnv's prefix must be a path like {OPENENV_PREFIX!r} (segments of letters, digits, '.', '_', '~', "
             f"'-'), whose first segment is none of the server's own routes ({', '.join(sorted(_TAKEN))}); "
             f"not {prefix!r}"
         )
@@ -45,10 +48,38 @@ def check_prefix(prefix: str) -> str:
 
 
 class OpenEnvSurface:
+    """OpenEnv's wire surface under `prefix`, for `build_app(environment, surfaces=[OpenEnvSurface()])`: a `Surface`.
+
+    Raises:
+        ValueError: `prefix` is not a path, or its first segment is one of the server's own routes.
+    """
+
+    def __init__(self, prefix: str = OPENENV_PREFIX) -> None:
+        self.prefix = check_prefix(prefix)
+
+    def describe(self) -> str:
+        """Where the surface is served, for `serve`'s start-up line."""
+        return f"OpenEnv's at {self.prefix}"
+
+    def mount(self, episodes: EpisodeRegistry, limits: Limits) -> Mount:
+        """The surface's routes over `episodes`: its health check answered without the token, as OpenEnv's
+        launchers poll it, and `POST {prefix}/mcp` refused for its size in OpenEnv's JSON-RPC dialect."""
+        routes = OpenEnvRoutes(episodes, limits, self.prefix)
+        return Mount(
+            routes=routes.routes(),
+            open_paths=frozenset({f"{self.prefix}/health"}),
+            rpc_paths={f"{self.prefix}/mcp": DIALECT},
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenEnvSurface({self.prefix!r})"
+
+
+class OpenEnvRoutes:
     """The OpenEnv routes of one registry, under one prefix."""
 
-    def __init__(self, episodes: EpisodeRegistry, limits: Limits, prefix: str = OPENENV_PREFIX) -> None:
-        self.prefix = check_prefix(prefix)
+    def __init__(self, episodes: EpisodeRegistry, limits: Limits, prefix: str) -> None:
+        self.prefix = prefix
         self.episodes = episodes
         self.sessions = OpenEnvSessions(episodes)
         self.rpc = OpenEnvRpc(episodes, self.sessions)
@@ -65,14 +96,6 @@ class OpenEnvSurface:
             Route(f"{p}/mcp", answered(self.rpc.endpoint), methods=["POST"]),
             WebSocketRoute(f"{p}/ws", self.socket),
         ]
-
-    def rpc_path(self) -> str:
-        """The path of OpenEnv's JSON-RPC dialect (`POST {prefix}/mcp`)."""
-        return f"{self.prefix}/mcp"
-
-    def open_paths(self) -> frozenset[str]:
-        """Paths answered without the token: the health check, as OpenEnv's launchers poll it."""
-        return frozenset({f"{self.prefix}/health"})
 
     async def health(self, request: Request) -> Response:
         """`GET {prefix}/health`: OpenEnv's `{"status": "healthy"}`."""

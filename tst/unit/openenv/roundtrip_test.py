@@ -13,6 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent_env import AgentEnv, LocalSession
+from agent_env.openenv import OpenEnvSurface
 from agent_env.openenv.client import OpenEnvProvider
 from agent_env.server.app import build_app
 from agent_env.server.errors import EpisodeNotFoundError, ServerUnavailableError, UnauthorizedError
@@ -34,7 +35,7 @@ MALFORMED = {"curves": [{"hours": "HE07", "points": [[0, 10], [100]]}]}
 @pytest.fixture
 def transport() -> Iterator[InProcess]:
     """An in-memory transport to a started ToyDesk app with the OpenEnv surface at /openenv."""
-    with TestClient(build_app(ToyDesk, openenv_prefix="/openenv")) as client:
+    with TestClient(build_app(ToyDesk, surfaces=[OpenEnvSurface()])) as client:
         transport = InProcess(client)
         try:
             yield transport
@@ -87,7 +88,7 @@ def test_an_episode_over_openenv_reads_as_it_does_in_process(transport):
 
 
 def test_over_a_real_socket_the_token_is_checked_on_the_handshake_and_a_message_too_large_ends_the_session():
-    app = build_app(ToyDesk, token="s3cret", max_body_bytes=2000, openenv_prefix="/openenv")
+    app = build_app(ToyDesk, token="s3cret", max_body_bytes=2000, surfaces=[OpenEnvSurface()])
     with running(app) as url:
         with pytest.raises(UnauthorizedError, match="refused the connection: missing or wrong bearer token"):
             AgentEnv.openenv(f"{url}/openenv")

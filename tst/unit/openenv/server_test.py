@@ -15,6 +15,7 @@ import pytest
 from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
+from agent_env.openenv import OpenEnvSurface
 from agent_env.openenv import _wire as wire
 from agent_env.openenv.server import _socket as openenv_socket
 from agent_env.server.app import build_app
@@ -35,7 +36,7 @@ def serve() -> Iterator[Callable[..., TestClient]]:
     clients: list[TestClient] = []
 
     def start(**options: Any) -> TestClient:
-        client = TestClient(build_app(ToyDesk, openenv_prefix="/openenv", **options))
+        client = TestClient(build_app(ToyDesk, surfaces=[OpenEnvSurface()], **options))
         client.__enter__()
         clients.append(client)
         return client
@@ -496,9 +497,14 @@ def test_a_socket_from_a_web_page_of_another_site_is_refused_with_403_before_any
 
 
 @pytest.mark.parametrize("prefix", ["", "/", "openenv", "/openenv/", "/mcp", "/episodes/x", "/open env"])
-def test_build_app_refuses_a_prefix_that_is_not_a_path_of_its_own(prefix):
-    with pytest.raises(ValueError, match="openenv_prefix must be a path like '/openenv'"):
-        build_app(ToyDesk, openenv_prefix=prefix)
+def test_the_surface_refuses_a_prefix_that_is_not_a_path_of_its_own(prefix):
+    with pytest.raises(ValueError, match="OpenEnv's prefix must be a path like '/openenv'"):
+        build_app(ToyDesk, surfaces=[OpenEnvSurface(prefix)])
+
+
+def test_build_app_names_the_surface_to_pass_for_the_prefix_it_took_before():
+    with pytest.raises(TypeError, match=r"surfaces=\[OpenEnvSurface\(prefix\)\]"):
+        build_app(ToyDesk, openenv_prefix="/openenv")
 
 
 def test_without_a_prefix_no_openenv_route_is_served(serve):
@@ -517,7 +523,7 @@ def test_a_refused_call_changes_nothing_in_the_episode(serve):
 
 @pytest.mark.anyio
 async def test_where_the_asgi_server_cannot_deny_a_handshake_the_guard_closes_it_with_1008():
-    app = build_app(ToyDesk, token="s3cret", openenv_prefix="/openenv")
+    app = build_app(ToyDesk, token="s3cret", surfaces=[OpenEnvSurface()])
     scope = {"type": "websocket", "path": "/openenv/ws", "headers": [], "query_string": b"", "extensions": {}}
     sent: list[dict[str, Any]] = []
 

@@ -114,9 +114,9 @@ def test_the_command_lists_serve():
 def test_serve_openenv_adds_openenvs_surface_at_its_prefix(served, monkeypatch):
     monkeypatch.delenv("AGENT_ENV_TOKEN", raising=False)
     assert runner.invoke(app, ["serve", "--openenv"]).exit_code == 0
-    assert served["openenv_prefix"] == "/openenv"
+    assert [surface.prefix for surface in served["surfaces"]] == ["/openenv"]
     assert runner.invoke(app, ["serve"]).exit_code == 0
-    assert served["openenv_prefix"] is None
+    assert served["surfaces"] == []
 
 
 def test_serve_says_at_start_which_environment_its_tool_set_and_where_it_is_served():

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from agent_env.openenv import OpenEnvSurface
 from agent_env.server._protocol import HEADER_BYTES
 from agent_env.server.app import build_app
 from agent_env.server.client import KEEPALIVE_EXPIRY
@@ -132,7 +133,7 @@ def handshake(url: str, headers: str = "") -> bytes:
     ids=["no token", "another site's page"],
 )
 def test_a_refused_websocket_handshake_is_denied_without_an_error_line(headers, status, stack):
-    app = build_app(ToyDesk, token="s3cret", openenv_prefix="/openenv")
+    app = build_app(ToyDesk, token="s3cret", surfaces=[OpenEnvSurface()])
     with running(app, **stack) as url, uvicorn_log() as records:
         answer = handshake(url, headers)
         time.sleep(0.2)  # uvicorn logs once the app has returned
@@ -143,7 +144,7 @@ def test_a_refused_websocket_handshake_is_denied_without_an_error_line(headers, 
 
 
 def test_a_handshake_to_a_host_the_server_does_not_answer_to_is_denied_with_421_without_an_error_line(stack):
-    app = build_app(ToyDesk, allowed_hosts=["localhost:*"], openenv_prefix="/openenv")
+    app = build_app(ToyDesk, allowed_hosts=["localhost:*"], surfaces=[OpenEnvSurface()])
     with running(app, **stack) as url, uvicorn_log() as records:
         answer = handshake(url)
         time.sleep(0.2)
