@@ -20,12 +20,12 @@ USER = ScriptedUser(["Please mark task_1 completed."], then="Thanks. ###STOP###"
 def provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
     pytest.importorskip("uvicorn", reason="the server extra is not installed")
     from agent_env.envs.tau2.mock import Tau2Mock
-    from agent_env.openenv import OpenEnvProvider
+    from agent_env.openenv import OpenEnvProvider, OpenEnvSurface
     from agent_env.server.app import build_app
     from agent_env.server.client import RemoteProvider
     from tst.unit.server.running import running
 
-    with running(build_app(Tau2Mock, user=USER, openenv_prefix="/openenv")) as url:
+    with running(build_app(Tau2Mock, user=USER, surfaces=[OpenEnvSurface()])) as url:
         yield RemoteProvider(url) if request.param == "served" else OpenEnvProvider(f"{url}/openenv")
 
 
