@@ -8,6 +8,7 @@ cache only once it is whole and its hash matches, so no corrupt file is ever lef
 from __future__ import annotations
 
 import hashlib
+import http.client
 import logging
 import os
 import sys
@@ -18,6 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import BinaryIO
 
 from agent_env.errors import AgentEnvError
 
@@ -157,48 +159,82 @@ def _cached(path: Path, digest: str, url: str) -> None:
             return
         _checked_digest.cache_clear()
         logger.warning("agent_env: %s does not match its SHA-256; downloading it again", path)
-        path.unlink(missing_ok=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as error:
+            problem = f"the cached {path.name} does not match its SHA-256 and cannot be removed"
+            raise _unwritable(path, problem, error) from None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise _unwritable(path, f"the cache folder {path.parent} cannot be made", error) from None
     download(url, path, digest)
 
 
 def download(url: str, path: Path, digest: str, *, timeout: float = 60.0) -> None:
     """Download `url` to `path`, written only once it is whole and its SHA-256 is `digest`.
 
+    Args:
+        url: What to download.
+        path: Where the file goes; its folder must exist.
+        digest: The file's SHA-256, in hex.
+        timeout: Seconds to wait for the server to connect or to send more, each time.
+
     Raises:
-        Tau2DataError: The download failed, stopped short of its length, or does not match `digest`; nothing is
-            left at `path`.
+        Tau2DataError: The download failed, stopped short of its length, or does not match `digest`, or `path`'s
+            folder cannot be written; nothing is left at `path` or beside it.
     """
-    handle, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
-        with os.fdopen(handle, "wb") as out:
-            received, hasher = _fetch(url, out, path.name)
+        handle, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    except OSError as error:
+        raise _unwritable(path, f"{path.parent} cannot be written to", error) from None
+    try:
+        try:
+            with os.fdopen(handle, "wb") as out:
+                received, hasher = _fetch(url, out, path.name, timeout)
+        except Tau2DataError:
+            raise
+        except OSError as error:  # the last write, flushed as the file closes
+            raise _unwritable(path, f"writing {path.name} into {path.parent} failed", error) from None
         if hasher.hexdigest() != digest:
             raise _failure(
                 path,
                 f"the file downloaded from {url} ({received} bytes) does not match its SHA-256 {digest[:12]}",
             )
-        os.replace(partial, path)
+        try:
+            os.replace(partial, path)
+        except OSError as error:
+            raise _unwritable(path, f"{path} cannot be written", error) from None
     finally:
         Path(partial).unlink(missing_ok=True)
 
 
-def _fetch(url: str, out: object, name: str) -> tuple[int, hashlib._Hash]:
+def _fetch(url: str, out: BinaryIO, name: str, timeout: float) -> tuple[int, hashlib._Hash]:
     hasher = hashlib.sha256()
     received = 0
+    length: int | None = None
     try:
-        with urllib.request.urlopen(url, timeout=60.0) as response:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             length = int(response.headers.get("Content-Length") or 0) or None
             show = _progress(name, length)
             for chunk in iter(lambda: response.read(_CHUNK), b""):
-                out.write(chunk)  # type: ignore[attr-defined]
                 hasher.update(chunk)
                 received += len(chunk)
                 show(received)
+                try:
+                    out.write(chunk)
+                except OSError as error:
+                    raise _unwritable(Path(name), f"writing {name} into the cache failed", error) from None
             show(received, done=True)
-    except (urllib.error.URLError, OSError, ValueError) as error:
+    except http.client.IncompleteRead:
+        raise _failure(Path(name), f"the download of {url} was cut off after {received} bytes") from None
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as error:
+        if isinstance(error, Tau2DataError):
+            raise
         reason = getattr(error, "reason", None) or error
-        raise _failure(Path(name), f"downloading {url} failed ({reason})") from None
+        if isinstance(reason, TimeoutError):
+            raise _failure(Path(name), f"downloading {url} timed out (nothing for {timeout:g} s)") from None
+        raise _failure(Path(name), f"downloading {url} failed ({type(error).__name__}: {reason})") from None
     if length is not None and received != length:
         raise _failure(Path(name), f"the download of {url} stopped at {received} of {length} bytes")
     return received, hasher
@@ -209,6 +245,15 @@ def _failure(path: Path, problem: str) -> Tau2DataError:
         f"{problem}. τ²-bench's data comes from {SOURCE} at commit {COMMIT[:12]}: let agent_env download it (it "
         f"needs network access to raw.githubusercontent.com, or a mirror in ${URL_ENV}), or download the data "
         f"yourself and name its folder with data_dir= or ${DATA_ENV} (laid out as tau2-bench's data/tau2/domains)"
+    )
+
+
+def _unwritable(path: Path, problem: str, error: OSError) -> Tau2DataError:
+    return Tau2DataError(
+        f"{problem} ({type(error).__name__}: {error.strerror or error}), so τ²-bench's {path.name} cannot be "
+        f"cached there. Point ${CACHE_ENV} at a folder you can write (agent_env then downloads the data at commit "
+        f"{COMMIT[:12]} from {SOURCE}, which needs network access), or download the data yourself and name its "
+        f"folder with data_dir= or ${DATA_ENV} (laid out as tau2-bench's data/tau2/domains), which is read in place"
     )
 
 

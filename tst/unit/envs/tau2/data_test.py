@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 import http.server
 import logging
+import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,12 +27,16 @@ def digest(body: bytes) -> str:
 
 
 class Server(http.server.ThreadingHTTPServer):
-    """Serves `/<commit>/data/tau2/domains/<domain>/<file>` from `files`; `short` files are cut mid-body."""
+    """Serves `/<commit>/data/tau2/domains/<domain>/<file>` from `files`: `chunked` files in two chunks, `short`
+    ones cut mid-body (mid-chunk if chunked), and `stalled` ones stopped mid-body until `release` is set."""
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
         self.files: dict[str, bytes] = {}
         self.short: set[str] = set()
+        self.chunked: set[str] = set()
+        self.stalled: set[str] = set()
+        self.release = threading.Event()
         self.asked: list[str] = []
 
     @property
@@ -49,8 +55,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         self.send_response(200)
+        if name in self.server.chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            half, rest = body[: len(body) // 2], body[len(body) // 2 :]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(half), half))
+            if name in self.server.short:
+                self.wfile.write(b"%x\r\n%s" % (len(rest), rest[:10]))
+                return  # the connection closes inside the second chunk
+            self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(rest), rest))
+            return
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if name in self.server.stalled:
+            self.wfile.write(body[:10])
+            self.wfile.flush()
+            self.server.release.wait(10)
         self.wfile.write(body[: len(body) // 2] if name in self.server.short else body)
 
     def log_message(self, *args: object) -> None:
@@ -65,6 +85,7 @@ def server() -> Iterator[Server]:
     try:
         yield running
     finally:
+        running.release.set()
         running.shutdown()
         running.server_close()
 
@@ -83,6 +104,12 @@ def tiny(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, server: Server) -> Ser
 
 def cached(tmp_path: Path) -> list[str]:
     return sorted(path.name for path in (tmp_path / "cache").rglob("*") if path.is_file())
+
+
+def assert_both_ways_out(message: str) -> None:
+    """The message names the download (and what it needs) and a folder of the user's own."""
+    assert "network access" in message, message
+    assert "data_dir= or $AGENT_ENV_TAU2_DATA" in message, message
 
 
 def test_missing_files_are_downloaded_at_the_pinned_commit_checked_and_kept(
@@ -112,9 +139,84 @@ def test_a_file_that_does_not_match_its_hash_is_refused_and_not_left_in_the_cach
 
 def test_a_download_cut_short_is_refused_and_leaves_nothing(tiny, tmp_path):
     tiny.short.add("db.json")
-    with pytest.raises(Tau2DataError, match=r"stopped at|failed"):
+    with pytest.raises(Tau2DataError, match=r"stopped at \d+ of \d+ bytes") as raised:
         domain_folder("tiny")
+    assert_both_ways_out(str(raised.value))
     assert "db.json" not in cached(tmp_path) and not any(name.endswith(".part") for name in cached(tmp_path))
+
+
+def test_a_chunked_download_cut_mid_chunk_is_the_loaders_error_and_leaves_nothing(tiny, tmp_path):
+    tiny.chunked.add("db.json")
+    tiny.short.add("db.json")  # http.client raises IncompleteRead here, which is no OSError
+    with pytest.raises(Tau2DataError, match=r"db.json was cut off after \d+ bytes") as raised:
+        domain_folder("tiny")
+    assert_both_ways_out(str(raised.value))
+    assert "db.json" not in cached(tmp_path) and not any(name.endswith(".part") for name in cached(tmp_path))
+
+
+def test_a_whole_chunked_download_is_kept(tiny, tmp_path):
+    tiny.chunked.update(CONTENT)
+    folder = domain_folder("tiny")
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == CONTENT
+
+
+def test_a_stalled_download_times_out_after_the_timeout_given(tiny, tmp_path):
+    tiny.stalled.add("db.json")
+    folder = tmp_path / "cache" / "here"
+    folder.mkdir(parents=True)
+    started = time.monotonic()
+    with pytest.raises(Tau2DataError, match=r"db.json timed out \(nothing for 0.3 s\)") as raised:
+        data.download(
+            tiny.pattern.format(commit=data.COMMIT, domain="tiny", file="db.json"),
+            folder / "db.json",
+            digest(CONTENT["db.json"]),
+            timeout=0.3,
+        )
+    assert time.monotonic() - started < 5  # the server holds it for 10 s
+    assert_both_ways_out(str(raised.value))
+    assert list(folder.iterdir()) == []
+
+
+def test_a_cache_folder_that_cannot_be_made_is_the_loaders_error(tiny, tmp_path, monkeypatch):
+    (tmp_path / "taken").write_text("a file where the cache should be")
+    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "taken"))
+    with pytest.raises(Tau2DataError, match=r"the cache folder .*taken.* cannot be made") as raised:
+        domain_folder("tiny")
+    message = str(raised.value)
+    assert "Point $AGENT_ENV_CACHE at a folder you can write" in message
+    assert_both_ways_out(message)
+    assert tiny.asked == []
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into any folder")
+def test_a_read_only_cache_is_the_loaders_error_and_downloads_nothing(tiny, tmp_path):
+    folder = tmp_path / "cache" / "tau2" / data.COMMIT[:12] / "tiny"
+    folder.mkdir(parents=True)
+    folder.chmod(0o500)
+    try:
+        with pytest.raises(Tau2DataError, match=r"cannot be written to \(PermissionError") as raised:
+            domain_folder("tiny")
+    finally:
+        folder.chmod(0o700)
+    assert_both_ways_out(str(raised.value))
+    assert tiny.asked == [] and list(folder.iterdir()) == []
+
+
+def test_a_cache_that_refuses_the_file_is_the_loaders_error(tiny, tmp_path, monkeypatch):
+    """As the read-only test above, where the user is root: mkstemp refuses as it does without write permission."""
+
+    def refuse(*args: object, dir: str, **kwargs: object) -> tuple[int, str]:
+        raise PermissionError(13, "Permission denied", os.path.join(dir, "x.part"))
+
+    monkeypatch.setattr(data.tempfile, "mkstemp", refuse)
+    with pytest.raises(
+        Tau2DataError, match=r"cannot be written to \(PermissionError: Permission denied\)"
+    ) as raised:
+        domain_folder("tiny")
+    message = str(raised.value)
+    assert "Point $AGENT_ENV_CACHE at a folder you can write" in message
+    assert_both_ways_out(message)
+    assert tiny.asked == [] and cached(tmp_path) == []
 
 
 def test_no_network_and_no_folder_names_both_ways_out(tiny, monkeypatch):
