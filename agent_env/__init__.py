@@ -1,6 +1,7 @@
 """agent_env: tool-using LLM environments whose tools publish, and hold calls to, their full JSON Schema."""
 
 from agent_env._agent_env import AgentEnv
+from agent_env._version import __version__ as __version__
 from agent_env.environment import Environment
 from agent_env.errors import (
     AgentEnvError,
@@ -43,4 +44,3 @@ __all__ = [
     "UnscoredEpisodeError",
     "tool",
 ]
-__version__ = "0.1.0"

@@ -22,6 +22,7 @@ from functools import partial
 from typing import IO, Any
 
 from agent_env._loop import off_loop, spawn
+from agent_env._version import __version__
 from agent_env.errors import AgentEnvError, ToolError
 from agent_env.mcp._servers import HttpServer, Server, StdioServer
 from agent_env.mcp._supervisor import SERVER_MARK, kill_marked, scratch_folder, server_marks
@@ -365,8 +366,6 @@ class Connection:
     async def _client_context(self) -> AsyncIterator[Any]:
         from mcp import Client
         from mcp_types import Implementation
-
-        from agent_env import __version__
 
         info = Implementation(name=CLIENT_NAME, version=__version__)
         async with contextlib.AsyncExitStack() as stack:

@@ -30,7 +30,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from agent_env import __version__
+from agent_env._version import __version__
 from agent_env.errors import AgentEnvError, EpisodeStateError, ToolError
 from agent_env.server._bindings import MCP, SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
