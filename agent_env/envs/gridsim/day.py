@@ -1,4 +1,5 @@
-"""One operating day as data: what the desk sees before the market (forecast) and what happened (outcome)."""
+"""One operating day as data: the conditions it was drawn from, what the desk sees before the market (forecast) and
+what happened (outcome)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,15 @@ from agent_env.envs.gridsim.market import PRICE_SERIES, Prices
 Series = tuple[float, ...]
 """24 hourly values, index 0 is HE01."""
 DAY_KINDS = ("normal", "scarcity", "negative_midday")
+
+
+@dataclass(frozen=True)
+class Drivers:
+    """The day's latent conditions in [0, 1]: demand, wind and sun, which set both prices and system."""
+
+    demand: float
+    wind: float
+    sun: float
 
 
 @dataclass(frozen=True)

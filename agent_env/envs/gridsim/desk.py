@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from agent_env import Environment, ToolError, tool
+from agent_env.environment import Environment
 from agent_env.envs.gridsim.battery import Battery
 from agent_env.envs.gridsim.bound import upper_bound
 from agent_env.envs.gridsim.bundle import load_bundle
@@ -18,6 +18,8 @@ from agent_env.envs.gridsim.market import N_HOURS, PRICE_CAP, PRICE_FLOOR, PRODU
 from agent_env.envs.gridsim.offers import Offers, parse_offers
 from agent_env.envs.gridsim.scenario import generate_day
 from agent_env.envs.gridsim.scoring import Score, forecast_settlement, score_offers
+from agent_env.errors import ToolError
+from agent_env.tools import tool
 
 # Every array is bounded by what one operating day can hold (24 hours), so the costliest call the schema lets through
 # stays small (docs/server.md gives its CPU time): an hour list names at most 24 distinct hours (a repeat is read

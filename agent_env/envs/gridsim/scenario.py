@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, timedelta
 from itertools import pairwise
 
 import numpy as np
 
-from agent_env.envs.gridsim.day import Band, Day, Forecast, Outcome
+from agent_env.envs.gridsim.day import Band, Day, Drivers, Forecast, Outcome
 from agent_env.envs.gridsim.market import N_HOURS, PRICE_CAP, PRICE_FLOOR, PRICE_SERIES
 from agent_env.envs.gridsim.system import system_day
 
@@ -29,15 +28,6 @@ AS_BASE_RANGE = {"regup": (4, 15), "regdn": (1, 10), "rrs": (3, 12), "ecrs": (2,
 """Range of each AS price's daily base, $/MW-h."""
 AS_ENERGY_SLOPE = {"regup": 0.08, "regdn": 0.02, "rrs": 0.065, "ecrs": 0.05, "nspin": 0.03}
 """$/MW-h of AS price per $/MWh of SPP above $30: AS prices rise with the energy price."""
-
-
-@dataclass(frozen=True)
-class Drivers:
-    """The day's latent conditions in [0, 1]: demand, wind and sun, which set both prices and system."""
-
-    demand: float
-    wind: float
-    sun: float
 
 
 def generate_day(seed: int) -> Day:

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from agent_env.envs.gridsim.day import Drivers
 from agent_env.envs.gridsim.market import N_HOURS
-
-if TYPE_CHECKING:
-    from agent_env.envs.gridsim.scenario import Drivers
 
 HE = np.arange(1, N_HOURS + 1)
 PEAK_LOAD_MW = {"winter": 62_000.0, "spring": 52_000.0, "summer": 78_000.0, "fall": 56_000.0}
