@@ -1,7 +1,8 @@
 """uvicorn's protocols, mended where a hostile or unlucky client would get past them.
 
 HTTP/1.1 is parsed by httptools where it is installed (in C: a served call costs less) and by h11 otherwise; both
-are held to the same limits (`http_protocol` chooses; `_httptools_protocol.py` holds httptools to them).
+are held to the same limits (`_serve.with_header_timeout` chooses; `_httptools_protocol.py` holds httptools to
+them).
 
 HTTP/1.1 gets a deadline for request headers, which uvicorn itself does not have: uvicorn closes a keep-alive
 connection that sends nothing, but a connection that sends its request line and headers a byte at a time (or opens
@@ -22,7 +23,6 @@ protocol with the denial counted as the end of the handshake, as its wsproto pro
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from functools import cache
 from typing import Any
@@ -40,9 +40,6 @@ SHUTTING_DOWN = (
 HEADER_BYTES = 16 * 1024
 """The most bytes a request's line and headers may take: h11's own limit (its `max_incomplete_event_size`), which
 `_httptools_protocol` holds httptools to as well. Past it, 400 and the connection is closed."""
-
-PARSERS = ("httptools", "h11")
-"""The HTTP/1.1 parsers `serve` can run, the one it prefers (where it is installed) first."""
 
 
 def shutting_down_answer() -> bytes:
@@ -111,31 +108,6 @@ class HeaderDeadlineProtocol(H11Protocol):
                 "agent_env: closed a connection whose request headers took over %g s", self.header_timeout
             )
             self.transport.close()
-
-
-def with_header_timeout(seconds: float, parser: str = "auto") -> type[asyncio.Protocol]:
-    """The protocol class to give uvicorn (`http=`) for a header timeout of `seconds`, parsing with `parser`: one
-    of `PARSERS`, or `auto` for httptools where it is installed, else h11.
-
-    Raises:
-        ValueError: An unknown parser, or httptools asked for where it is not installed.
-    """
-    if parser == "auto":
-        parser = "httptools" if importlib.util.find_spec("httptools") is not None else "h11"
-    if parser == "httptools":
-        if importlib.util.find_spec("httptools") is None:
-            raise ValueError(
-                "the httptools parser is not installed: install the server extra (pip install 'agent-env[server]'), "
-                "or parse with h11 (--http h11)"
-            )
-        from agent_env.server._httptools_protocol import HttpToolsDeadlineProtocol
-
-        base: type[asyncio.Protocol] = HttpToolsDeadlineProtocol
-    elif parser == "h11":
-        base = HeaderDeadlineProtocol
-    else:
-        raise ValueError(f"the HTTP parser must be auto, {' or '.join(PARSERS)}, not {parser!r}")
-    return type(base.__name__, (base,), {"header_timeout": seconds, "parser_name": parser})
 
 
 @cache

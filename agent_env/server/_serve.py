@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import ipaddress
 import json
@@ -151,7 +152,7 @@ def uvicorn_options(
     Raises:
         ValueError: A header timeout out of range, or a parser or loop that is unknown or not installed.
     """
-    from agent_env.server._protocol import HEADER_BYTES, websocket_protocol, with_header_timeout
+    from agent_env.server._protocol import HEADER_BYTES, websocket_protocol
 
     if not (math.isfinite(header_timeout) and header_timeout > 0):
         raise ValueError(
@@ -166,6 +167,37 @@ def uvicorn_options(
         "loop": event_loop(loop),
         "ws": websocket_protocol(),
     }
+
+
+PARSERS = ("httptools", "h11")
+"""The HTTP/1.1 parsers `serve` can run, the one it prefers (where it is installed) first."""
+
+
+def with_header_timeout(seconds: float, parser: str = "auto") -> type[asyncio.Protocol]:
+    """The protocol class to give uvicorn (`http=`) for a header timeout of `seconds`, parsing with `parser`: one
+    of `PARSERS`, or `auto` for httptools where it is installed, else h11.
+
+    Raises:
+        ValueError: An unknown parser, or httptools asked for where it is not installed.
+    """
+    if parser == "auto":
+        parser = "httptools" if importlib.util.find_spec("httptools") is not None else "h11"
+    if parser == "httptools":
+        if importlib.util.find_spec("httptools") is None:
+            raise ValueError(
+                "the httptools parser is not installed: install the server extra (pip install 'agent-env[server]'), "
+                "or parse with h11 (--http h11)"
+            )
+        from agent_env.server._httptools_protocol import HttpToolsDeadlineProtocol
+
+        base: type[asyncio.Protocol] = HttpToolsDeadlineProtocol
+    elif parser == "h11":
+        from agent_env.server._protocol import HeaderDeadlineProtocol
+
+        base = HeaderDeadlineProtocol
+    else:
+        raise ValueError(f"the HTTP parser must be auto, {' or '.join(PARSERS)}, not {parser!r}")
+    return type(base.__name__, (base,), {"header_timeout": seconds, "parser_name": parser})
 
 
 LOOPS = ("uvloop", "asyncio")

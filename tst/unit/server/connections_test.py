@@ -14,7 +14,7 @@ import pytest
 from agent_env.server import CallTimeoutError, RemoteProvider
 from agent_env.server import client as client_module
 from agent_env.server._connections import ConnectionPool
-from agent_env.server._protocol import with_header_timeout
+from agent_env.server._serve import with_header_timeout
 from agent_env.server.app import build_app
 from agent_env.server.client import MAX_CONNECTIONS
 
