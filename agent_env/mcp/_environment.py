@@ -9,25 +9,23 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from agent_env._loop import on_background_loop, run_sync, submit
 from agent_env.environment import Environment
 from agent_env.errors import EpisodeStateError, ToolError, UnscoredEpisodeError
 from agent_env.mcp._episode import Episode, run_user_function, user_failure
 from agent_env.mcp._runtime import ServerSet
+from agent_env.mcp._settings import MCPSettings
 from agent_env.schema._describe import short
 from agent_env.tools import END_TURN, ToolSet
-
-if TYPE_CHECKING:
-    from agent_env.mcp._description import MCPEnvironment
 
 
 class MCPToolsEnvironment(Environment):
     """The base of the classes `MCPEnvironment.environment_class()` builds: each instance runs one episode at a time
     on connections taken from its servers' pools, and lets them go once the episode is scored, reset or closed."""
 
-    source: ClassVar[MCPEnvironment]
+    source: ClassVar[MCPSettings]
     runtime: ClassVar[ServerSet]
 
     def __init__(self) -> None:
@@ -118,8 +116,9 @@ class MCPToolsEnvironment(Environment):
             self.runtime.let_go(episode)
 
 
-def build_class(source: MCPEnvironment) -> type[MCPToolsEnvironment]:
-    """The environment class of `source` in this process: its servers started, their tools listed and published.
+def build_class(source: MCPSettings) -> type[MCPToolsEnvironment]:
+    """The environment class of `source` (an `MCPEnvironment`, which the class names as its source) in this
+    process: its servers started, their tools listed and published.
 
     A class of its own, made fresh (never a shared one changed), named after `source.name` or the servers' own names.
     """

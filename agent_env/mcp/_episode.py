@@ -7,16 +7,13 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agent_env._loop import on_background_loop, run_sync
 from agent_env.errors import ToolError, UnscoredEpisodeError, raised_text
 from agent_env.mcp._connection import Connection
 from agent_env.mcp._results import ToolResult
 from agent_env.mcp.errors import MCPServerError
-
-if TYPE_CHECKING:
-    from agent_env.mcp._runtime import ServerSet
 
 
 @dataclass(frozen=True)
@@ -26,6 +23,23 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
     result: ToolResult
+
+
+class Servers(Protocol):
+    """What an episode asks of its environment's servers (a `ServerSet`, `_runtime.py`): which server a name means,
+    where a tool's call goes, and the call sent."""
+
+    def server_key(self, server: str | None) -> str:
+        """The key of a server named by the user (None: the only one)."""
+        ...
+
+    def route(self, name: str, server: str | None) -> tuple[str, str]:
+        """Where a setup or reward function's call goes: (server key, the server's own tool name)."""
+        ...
+
+    async def send(self, episode: Episode, key: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call a server's tool in `episode`; the result as the model reads it."""
+        ...
 
 
 class Episode:
@@ -39,7 +53,7 @@ class Episode:
     """
 
     def __init__(
-        self, id: str, row: dict[str, Any], runtime: ServerSet, connections: dict[str, Connection]
+        self, id: str, row: dict[str, Any], runtime: Servers, connections: dict[str, Connection]
     ) -> None:
         self.id = id
         self.row = row

@@ -23,6 +23,7 @@ from agent_env.mcp._connection import Connection
 from agent_env.mcp._episode import Episode, ToolCall, run_user_function, user_failure
 from agent_env.mcp._pool import ServerPool
 from agent_env.mcp._results import ToolResult, read_result
+from agent_env.mcp._settings import MCPSettings
 from agent_env.mcp._supervisor import owner_mark
 from agent_env.mcp.errors import MCPServerError, ToolsChangedError
 from agent_env.schema import fingerprint
@@ -32,15 +33,13 @@ from agent_env.tools import Tool
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from agent_env.mcp._description import MCPEnvironment
-
 logger = logging.getLogger("agent_env.mcp")
 
 
 class ServerSet:
     """The servers of one environment class in this process: their pools, and where each published tool goes."""
 
-    def __init__(self, source: MCPEnvironment) -> None:
+    def __init__(self, source: MCPSettings) -> None:
         owner_mark()  # start this process's reaper here, off the background loop its servers start on
         self.source = source
         self.servers = source.keyed_servers()

@@ -1,5 +1,6 @@
-"""`MCPEnvironment` (`agent_env/mcp/_description.py`): every setting checked when it is described (before any server
-starts), rows by split, and a description that pickles without what a process built from it."""
+"""`MCPEnvironment` (`agent_env/mcp/_description.py`, its settings in `_settings.py`): every setting checked when it
+is described (before any server starts), rows by split, and a description that pickles without what a process built
+from it."""
 
 from __future__ import annotations
 
