@@ -57,7 +57,7 @@ def test_the_file_and_the_summary_agree_with_the_environments_own_rewards(run, t
 
 
 def test_the_lossy_arm_sends_what_plain_trl_shows_and_its_calls_are_still_held_to_the_published_ones(
-    run, toy
+    run, toy, tmp_path
 ):
     def script(body: dict[str, Any], headers: dict[str, str]) -> Answer:
         if tool_results(body):
@@ -81,6 +81,10 @@ def test_the_lossy_arm_sends_what_plain_trl_shows_and_its_calls_are_still_held_t
     assert list(report.unrenderable) == ([] if refusal is None else ["submit_offers"])
     if refusal is not None:
         assert refusal.startswith(report.unrenderable["submit_offers"])
+    header = json.loads(next(iter((tmp_path / "run.jsonl").read_text().splitlines())))
+    arms = {arm["name"]: arm for arm in header["arms"]}
+    assert "unrenderable" not in arms["full"]
+    assert arms["lossy"].get("unrenderable", {}) == report.unrenderable  # the file says so too, per tool
     refusals = {tool_results(body)[0] for body, _ in server.requests if tool_results(body)}
     assert len(refusals) == 1 and "curves[0].points[1]: [100] has less than 2 items" in refusals.pop()
     comparison = report.comparison

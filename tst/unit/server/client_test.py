@@ -347,3 +347,32 @@ def test_a_server_that_does_not_answer_holds_an_exiting_process_no_longer_than_t
     assert (
         took < 6
     )  # the interpreter's start, its imports and three resets, then at most the 1 s exit timeout
+
+
+def test_every_request_of_a_session_carries_its_own_routing_key_so_a_proxy_can_keep_it_on_one_server():
+    # A proxy in front of several `serve` processes hashes X-Agent-Env-Route (docs/scaling.md): every request of an
+    # episode (open, reset, call, reward, score, close) must carry the same key, and another session another one.
+    app, seen = build_app(ToyDesk), []
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {key.decode().lower(): value.decode() for key, value in scope["headers"]}
+            seen.append((scope["method"], scope["path"], headers.get("x-agent-env-route")))
+        await app(scope, receive, send)
+
+    with running(recording) as url:
+        provider = RemoteProvider(url)
+        first, second = RemoteSession(provider), RemoteSession(provider)
+        for session in (first, second):
+            session.reset(seed=1)
+            session.call_tool("add", {"amount": 2})
+            session.reward()
+            session.score()
+            session.reset(seed=2)
+            session.close()
+    episodes = [(method, path, route) for method, path, route in seen if path.startswith("/episodes")]
+    assert len(episodes) == 12  # open, call, reward, score, reset, close: for each session
+    assert {route for *_, route in episodes[:6]} == {first.route}
+    assert {route for *_, route in episodes[6:]} == {second.route}
+    assert first.route != second.route
+    assert [method for method, *_ in episodes[:6]] == ["POST"] * 5 + ["DELETE"]  # closing too
