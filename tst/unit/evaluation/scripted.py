@@ -159,6 +159,10 @@ class ScriptedServer:
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
+        except asyncio.CancelledError:
+            # The server is stopping. End the handler as finished, not cancelled: Python 3.11's start_server
+            # asks a finished handler for its exception(), which a cancelled one raises, printing a traceback.
+            pass
         finally:
             writer.close()
 
