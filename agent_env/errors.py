@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 
@@ -174,9 +175,19 @@ class ModelEndpointError(RemoteError):
     good (down, refused, rate-limited or timed out past its retries) or answered nothing usable. The episode ends
     unscored, never with a reward the agent did not earn: raised from a call (the user could not answer), it ends the
     episode, whose reward the session then refuses as an `InfrastructureFailedError`, as it does when it is raised
-    while scoring (a judge)."""
+    while scoring (a judge).
+
+    Attributes:
+        faults: The failed attempts met before it gave up (its retried faults included), by kind as records count
+            them, prefixed by whose endpoint it is (`user_rate_limited`, `judge_timeout`); carried by a pickle (Ray),
+            not across an HTTP wire, where it is empty.
+    """
 
     code = "model_endpoint"
+
+    def __init__(self, message: str = "", *, faults: Mapping[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.faults: dict[str, int] = dict(faults or {})
 
 
 class UserEndpointError(ModelEndpointError):

@@ -7,7 +7,10 @@ gives one. A reply's calls run in order through the session, each answered by a 
 runs them. A request that fails for good, an environment that raises outside a tool call (an `UnscoredEpisodeError`:
 its reset or setup, its end_turn or reward, on every provider), or a tool call whose environment's host, server or
 simulated user fails (a `RemoteError`: a served episode gone, a Ray actor lost, an MCP server dead, a user's
-endpoint down) ends the episode as `error`, unscored and counted; the run goes on.
+endpoint down) ends the episode as `error`, unscored and counted; the run goes on. A model the environment asks
+(its simulated user, its judge) failing is counted by its error's code (`user_endpoint`) wherever it failed, and
+the attempts of those endpoints that failed, retried ones included (the breakdown's `faults`, or the error's own),
+are counted beside the agent endpoint's.
 
 An environment with a simulated user (it publishes `message_user`, `agent_env.users.USER_CHANNEL`) is played by
 the official protocol of such benchmarks (τ²-bench's): the model is not offered `message_user` nor `end_turn`; a
@@ -44,7 +47,8 @@ ENDINGS = ("end_turn", "ended", "no_tool_calls", "max_turns", "agent_error", "er
 `agent_error` a reply that broke a simulated user's protocol."""
 ENVIRONMENT_ERROR = "environment_error"
 """The fault counted against an episode that its environment ended (reset, reward or a served session failed); a
-request that failed for good is counted as its `RequestFailedError.fault`."""
+request that failed for good is counted as its `RequestFailedError.fault`, and a model the environment asks (its
+simulated user, its judge) failing as that error's code (`user_endpoint`, `judge_endpoint`), wherever it failed."""
 CALL_MARKUP = re.compile(
     r"<tool_call>|<\|tool_call|\[TOOL_CALLS\]|<function=|to=functions\.|<\|python_tag\|>|\"name\"\s*:\s*\"[^\"]+\"\s*,"
     r"\s*\"(?:arguments|parameters)\""
@@ -191,9 +195,11 @@ class Player:
         )
         faults: Counter[str] = Counter()
         session: Session | None = None
+        phase = "reset"  # where an UnscoredEpisodeError comes from: the reset or the reward
         try:
             session = opened = await self._open()
             observation = await self._blocking(lambda: opened.reset(**task.row))
+            phase = "the reward"
             record.transcript = opening(task.row.get("prompt"), own_paragraph(observation, task.row))
             record.opening = len(record.transcript)
             record.ended_by = await self._turns(opened, arm, task, record, faults)
@@ -205,15 +211,26 @@ class Player:
             else:
                 score = await self._blocking(opened.score)
                 record.reward, record.breakdown = float(score.reward), score.breakdown
+                faults.update(services_faults(score.breakdown))
         except RequestFailedError as error:
             record.ended_by, record.error = "error", self.client.scrub(str(error))
             faults[error.fault] += 1
-        except (
-            ModelEndpointError
-        ) as error:  # a model the environment asks (its simulated user, a judge) failed
+        except ModelEndpointError as error:  # a model the environment asks (its user) failed in a call
             record.ended_by = "error"
             record.error = self.client.scrub(f"{type(error).__name__}: {error}")
             faults[error.code] += 1
+            faults.update(error.faults)
+        except UnscoredEpisodeError as error:  # reset or reward failed: a service, or the environment's code
+            record.ended_by = "error"
+            cause = error.cause
+            if isinstance(cause, ModelEndpointError):
+                what = "the episode could not start" if phase == "reset" else "it could not be scored"
+                record.error = self.client.scrub(f"{type(cause).__name__} at {phase} ({what}): {cause}")
+                faults[cause.code] += 1
+                faults.update(cause.faults)
+            else:
+                record.error = self.client.scrub(environment_failure(error))
+                faults[error.code if error.infrastructure else ENVIRONMENT_ERROR] += 1
         except Exception as error:  # the environment (reset, reward, its provider) failed: this episode only
             record.ended_by = "error"
             record.error = self.client.scrub(environment_failure(error))
@@ -332,6 +349,20 @@ class Player:
             if ended is None and outcome.verdict == ACCEPTED:
                 ended = "end_turn" if call.name == END_TURN else self._ended(session, record)
         return ended
+
+
+def services_faults(breakdown: Mapping[str, Any] | None) -> dict[str, int]:
+    """The failed attempts of the services an environment asked for the episode (its simulated user's endpoint,
+    its judge's), retried ones included, as its reward's breakdown reports them (`faults`: counts by kind, each
+    kind prefixed by whose, `user_rate_limited`); none when it reports none."""
+    found = (breakdown or {}).get("faults")
+    if not isinstance(found, Mapping):
+        return {}
+    return {
+        str(kind): count
+        for kind, count in found.items()
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0
+    }
 
 
 def environment_failure(error: Exception) -> str:

@@ -8,6 +8,7 @@ the answer comes back as a user message. Either way the environment keeps one re
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
@@ -66,9 +67,11 @@ class UserChat:
         """Start the episode's conversation: the agent's greeting (or the conversation that happened before the
         episode, `history`), then the user's opening: `opening` when the dataset row carries it, else the user's
         own. Returns the opening."""
+        self.chat = None  # an opening that fails leaves no conversation, not the last episode's
         before = list(history) or [ChatMessage("agent", GREETING)]
-        text = opening if opening is not None else self.user.opening(scenario, before)
-        self.chat = Chat(scenario, [*before, ChatMessage("user", text)])
+        faults: Counter[str] = Counter()  # the opening's faults are the episode's, counted with its replies'
+        text = opening if opening is not None else self.user.opening(scenario, before, faults)
+        self.chat = Chat(scenario, [*before, ChatMessage("user", text)], faults=faults)
         return text
 
     @tool

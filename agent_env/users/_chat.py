@@ -71,7 +71,8 @@ class Chat:
         messages: Every message so far, the agent's greeting and the user's opening first.
         ended: Why the conversation has ended (a marker the user wrote), or None while it goes on.
         failure: What stopped the user from answering (its endpoint failed for good), or None.
-        faults: Failed attempts of the user's endpoint, by kind, including ones a retry recovered from.
+        faults: Failed attempts of the user's endpoint, by kind, including ones a retry recovered from (the
+            opening's too).
     """
 
     scenario: Scenario
@@ -79,6 +80,10 @@ class Chat:
     ended: str | None = None
     failure: str | None = None
     faults: Counter[str] = field(default_factory=Counter)
+
+    def reported_faults(self) -> dict[str, int]:
+        """`faults` as records report them beside the agent's endpoint's: each kind prefixed `user_`, sorted."""
+        return {f"user_{kind}": count for kind, count in sorted(self.faults.items()) if count}
 
     def agent_texts(self) -> list[str]:
         """What the agent said to the user, in order."""

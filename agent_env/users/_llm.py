@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +16,7 @@ from agent_env.users._user import UserTool
 
 if TYPE_CHECKING:
     from agent_env.llm import ChatClient, Endpoint, Sampling
+
 
 GUIDELINES = f"""You are playing a customer who has contacted a company's customer service agent. Stay in character \
 and follow the scenario below; the agent must never learn that you are simulated.
@@ -73,33 +77,22 @@ class LLMUser:
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> LLMUser:
         """A user from JSON settings, as a command line or a server's configuration gives them: the `Endpoint`
-        fields (`base_url`, `model`, `api_key_env`, `timeout`, `max_retries`) and the `Sampling` ones
-        (`temperature`, `top_p`, `max_tokens`, `seed`, `extra_body`), in one mapping.
+        fields (`base_url`, which is required, `model`, `api_key_env`, `timeout`, `max_retries`) and the `Sampling`
+        ones (`temperature`, `top_p`, `max_tokens`, `seed`, `extra_body`), in one mapping.
 
         Raises:
-            ValueError: A key that is neither.
+            ValueError: A key that is neither, or no `base_url`.
         """
-        from dataclasses import fields
+        endpoint, sampling = endpoint_settings(settings, "user", extra={"max_tool_rounds"})
+        return cls(endpoint, sampling, max_tool_rounds=int(settings.get("max_tool_rounds", 5)))
 
-        from agent_env.llm import Endpoint, Sampling
-
-        endpoint_keys = {item.name for item in fields(Endpoint)}
-        sampling_keys = {item.name for item in fields(Sampling)}
-        unknown = sorted(set(settings) - endpoint_keys - sampling_keys - {"max_tool_rounds"})
-        if unknown:
-            raise ValueError(
-                f"unknown user setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; a user "
-                f"takes {', '.join(sorted(endpoint_keys | sampling_keys | {'max_tool_rounds'}))}"
-            )
-        sampling = {key: settings[key] for key in sampling_keys & set(settings)}
-        return cls(
-            Endpoint(**{key: settings[key] for key in endpoint_keys & set(settings)}),
-            Sampling(**{"temperature": 0.0, **sampling}),
-            max_tool_rounds=int(settings.get("max_tool_rounds", 5)),
-        )
-
-    def opening(self, scenario: Scenario, history: Sequence[ChatMessage] = ()) -> str:
-        return self.reply(Chat(scenario, list(history) or [ChatMessage("agent", GREETING)])).text
+    def opening(
+        self, scenario: Scenario, history: Sequence[ChatMessage] = (), faults: Counter[str] | None = None
+    ) -> str:
+        chat = Chat(scenario, list(history) or [ChatMessage("agent", GREETING)])
+        if faults is not None:
+            chat.faults = faults
+        return self.reply(chat).text
 
     def reply(
         self, chat: Chat, tools: Sequence[Mapping[str, Any]] = (), run_tool: UserTool | None = None
@@ -125,7 +118,7 @@ class LLMUser:
     async def _answer(
         self, chat: Chat, tools: Sequence[Mapping[str, Any]], run_tool: UserTool | None
     ) -> ChatMessage:
-        from agent_env.llm import RequestFailedError
+        from agent_env.llm import EndpointError, RequestFailedError
 
         client = self._ensure_client()
         offered = [_as_function(tool) for tool in tools] if run_tool is not None else []
@@ -150,6 +143,9 @@ class LLMUser:
         except RequestFailedError as error:
             chat.faults[error.fault] += 1
             raise self._failure(chat, str(error)) from None
+        except EndpointError as error:  # no model named, and its server's list could not name one
+            chat.faults["model_list"] += 1
+            raise self._failure(chat, f"{error} ({options_of('user')})") from None
         text = reply.content.strip()
         if not text:
             chat.faults["empty_answer"] += 1
@@ -157,24 +153,19 @@ class LLMUser:
         return ChatMessage("user", text, tuple(own))
 
     def _failure(self, chat: Chat, problem: str) -> UserEndpointError:
+        """Mark `chat` failed (which ends its episode, unscored) and return the error to raise."""
         chat.failure = f"the simulated user's endpoint ({self.endpoint.base_url}) failed: {problem}"
-        return UserEndpointError(chat.failure)
+        return UserEndpointError(chat.failure, faults=chat.reported_faults())
 
     async def _resolve_model(self, client: ChatClient) -> str:
-        from agent_env.llm import EndpointError
-
+        """The model to ask: the one named, else the one its server lists (`EndpointError` when it lists none)."""
         if self._model is None:
-            try:
-                self._model, _ = await client.check()
-            except EndpointError as error:
-                raise UserEndpointError(f"the simulated user's endpoint: {error}") from None
+            self._model, _ = await client.check()
         return self._model
 
     def _ensure_client(self) -> ChatClient:
         if self._client is None:
-            from agent_env.llm import ChatClient
-
-            self._client = ChatClient(self.endpoint)
+            self._client = shared_client(self.endpoint)
         return self._client
 
     def __getstate__(self) -> dict[str, Any]:
@@ -192,6 +183,68 @@ class LLMUser:
     def __repr__(self) -> str:
         model = self.endpoint.model or "the one the server lists"
         return f"LLMUser({self.endpoint.base_url!r}, model={model!r}, key from ${self.endpoint.api_key_env})"
+
+
+def options_of(whose: str) -> str:
+    """What an endpoint error's advice means for `whose` endpoint ("user", "judge"), whose options are not the
+    agent's that the advice names."""
+    return (
+        f"for the {whose}'s endpoint the options are --{whose}-base-url, --{whose}-model and --{whose}-api-key-env, "
+        f"or base_url, model and api_key_env in its {whose}={{...}} settings"
+    )
+
+
+_clients: dict[tuple[Endpoint, str | None], ChatClient] = {}
+_clients_lock = threading.Lock()
+
+
+def shared_client(endpoint: Endpoint) -> ChatClient:
+    """This process's client of `endpoint` (with the key its variable holds now), for the models environments ask
+    on agent_env's background loop: every episode's user and judge share it and its connections, where a client of
+    their own would cost each episode a new TLS context and connection (a third of an eval's time on τ²-airline)."""
+    from agent_env.llm import ChatClient
+
+    key = (endpoint, os.environ.get(endpoint.api_key_env) or None)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = ChatClient(endpoint)
+        return client
+
+
+def endpoint_settings(
+    settings: Mapping[str, Any], whose: str, extra: frozenset[str] | set[str] = frozenset()
+) -> tuple[Endpoint, Sampling]:
+    """The endpoint and sampling (temperature 0 unless set) that `whose` model's JSON settings name.
+
+    Raises:
+        ValueError: A key that is neither an `Endpoint` nor a `Sampling` field (nor one of `extra`), or no
+            `base_url`: the agent's default URL would silently be asked instead.
+    """
+    from dataclasses import fields
+
+    from agent_env.llm import Endpoint, Sampling
+
+    endpoint_keys = {item.name for item in fields(Endpoint)}
+    sampling_keys = {item.name for item in fields(Sampling)}
+    unknown = sorted(set(settings) - endpoint_keys - sampling_keys - set(extra))
+    if unknown:
+        raise ValueError(
+            f"unknown {whose} setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; a "
+            f"{whose} takes {', '.join(sorted(endpoint_keys | sampling_keys | set(extra)))}"
+        )
+    if not settings.get("base_url"):
+        given = f" (given: {', '.join(sorted(settings))})" if settings else ""
+        raise ValueError(
+            f"the {whose}'s settings name no base_url{given}: say where its model is served, apart from the "
+            f"agent's, e.g. {{'base_url': 'http://127.0.0.1:8001/v1', 'model': 'gpt-4.1'}} "
+            f"(on the command line --{whose}-base-url, or base_url in -c {whose}='{{...}}')"
+        )
+    sampling = {key: settings[key] for key in sampling_keys & set(settings)}
+    return (
+        Endpoint(**{key: settings[key] for key in endpoint_keys & set(settings)}),
+        Sampling(**{"temperature": 0.0, **sampling}),
+    )
 
 
 def _flipped(chat: Chat) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,9 +18,17 @@ class User(Protocol):
     is the `Chat`), and travels (pickled) wherever the environment goes: a server, a Ray actor, a rollout worker.
     """
 
-    def opening(self, scenario: Scenario, history: Sequence[ChatMessage] = ()) -> str:
+    def opening(
+        self, scenario: Scenario, history: Sequence[ChatMessage] = (), faults: Counter[str] | None = None
+    ) -> str:
         """The user's first message: its answer to the agent's greeting, or, after a conversation that happened
         before the episode (`history`), to the agent's last message there.
+
+        Args:
+            scenario: What the user was told.
+            history: The conversation before the episode, if any.
+            faults: Where to count failed attempts of the user's endpoint (the episode's `Chat.faults`, which the
+                opening starts).
 
         Raises:
             UserEndpointError: The user's model could not be asked.
@@ -63,7 +72,9 @@ class ScriptedUser:
         self.turns = tuple(turns) if turns is not None else None
         self.then = then
 
-    def opening(self, scenario: Scenario, history: Sequence[ChatMessage] = ()) -> str:
+    def opening(
+        self, scenario: Scenario, history: Sequence[ChatMessage] = (), faults: Counter[str] | None = None
+    ) -> str:
         script = self._script(scenario)
         if not script:
             raise ValueError(

@@ -4,6 +4,7 @@ one is given (the retail domain's default reward needs it; without one, its rewa
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,19 +51,26 @@ class Judge:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> Judge:
-        """A judge from JSON settings, as an LLM user takes them (`agent_env.users.LLMUser.from_settings`)."""
-        from agent_env.users._llm import LLMUser
+        """A judge from JSON settings, as an LLM user takes them (`agent_env.users.LLMUser.from_settings`).
 
-        user = LLMUser.from_settings(settings)
-        return cls(user.endpoint, user.sampling)
+        Raises:
+            ValueError: A key that is not an endpoint's or sampling's, or no `base_url`.
+        """
+        from agent_env.users._llm import endpoint_settings
 
-    def judge(self, transcript: str, assertions: Sequence[str]) -> list[Verdict]:
-        """Each assertion's verdict on `transcript`.
+        return cls(*endpoint_settings(settings, "judge"))
+
+    def judge(
+        self, transcript: str, assertions: Sequence[str], faults: Counter[str] | None = None
+    ) -> list[Verdict]:
+        """Each assertion's verdict on `transcript`; the endpoint's failed attempts, retried ones included, are
+        counted in `faults`.
 
         Raises:
             JudgeEndpointError: The endpoint failed for good, or its answer is not one verdict per assertion.
         """
-        return run_sync(on_background_loop(self._judge(transcript, list(assertions))))
+        counted = faults if faults is not None else Counter()
+        return run_sync(on_background_loop(self._judge(transcript, list(assertions), counted)))
 
     def describe(self) -> dict[str, Any]:
         """What this judge is, as JSON values for records (never the key)."""
@@ -72,24 +80,33 @@ class Judge:
             "api_key_env": self.endpoint.api_key_env,
         }
 
-    async def _judge(self, transcript: str, assertions: list[str]) -> list[Verdict]:
-        from collections import Counter
-
-        from agent_env.llm import ChatClient, EndpointError, RequestFailedError
+    async def _judge(self, transcript: str, assertions: list[str], faults: Counter[str]) -> list[Verdict]:
+        from agent_env.llm import EndpointError, RequestFailedError
+        from agent_env.users._llm import options_of, shared_client
 
         if self._client is None:
-            self._client = ChatClient(self.endpoint)
+            self._client = shared_client(self.endpoint)
         question = f"Conversation:\n{transcript}\n\nExpected outcomes:\n{json.dumps(assertions, indent=1)}"
         messages = [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": question}]
         try:
             if self._model is None:
                 self._model, _ = await self._client.check()
-            reply = await self._client.complete(self._model, messages, [], self.sampling.fields(0), Counter())
-        except (RequestFailedError, EndpointError) as error:
-            raise JudgeEndpointError(
-                f"the judge's endpoint ({self.endpoint.base_url}) failed: {error}"
-            ) from None
-        return verdicts(reply.content, assertions)
+            reply = await self._client.complete(self._model, messages, [], self.sampling.fields(0), faults)
+            return verdicts(reply.content, assertions)
+        except RequestFailedError as error:
+            faults[error.fault] += 1
+            raise self._failure(str(error), faults) from None
+        except EndpointError as error:  # no model named, and its server's list could not name one
+            faults["model_list"] += 1
+            raise self._failure(f"{error} ({options_of('judge')})", faults) from None
+        except JudgeEndpointError as error:  # an answer that is not its verdicts
+            faults["unreadable_verdicts"] += 1
+            raise self._failure(str(error), faults) from None
+
+    def _failure(self, problem: str, faults: Counter[str]) -> JudgeEndpointError:
+        return JudgeEndpointError(
+            f"the judge's endpoint ({self.endpoint.base_url}) failed: {problem}", faults=judge_faults(faults)
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         return {"endpoint": self.endpoint, "sampling": self.sampling}
@@ -107,26 +124,39 @@ class Judge:
         return f"Judge({self.endpoint.base_url!r}, model={self.endpoint.model!r})"
 
 
+def judge_faults(faults: Counter[str]) -> dict[str, int]:
+    """A judge's failed attempts as records report them beside the agent's endpoint's: each kind prefixed
+    `judge_`, sorted."""
+    return {f"judge_{kind}": count for kind, count in sorted(faults.items()) if count}
+
+
 def verdicts(answer: str, assertions: list[str]) -> list[Verdict]:
     """The verdicts in a judge's answer: a JSON object (a fenced block is read too) with one result per assertion,
-    in order.
+    in order, each `metExpectation` a JSON boolean.
 
     Raises:
-        JudgeEndpointError: It cannot be read so.
+        JudgeEndpointError: It cannot be read so (a verdict of "false", a string, is no verdict: read as met, it
+            would score what the judge failed).
     """
     text = answer.strip()
     if text.startswith("```"):
         text = text.strip("`").removeprefix("json").strip()
     try:
         results = json.loads(text)["results"]
-        found = [Verdict(assertion, bool(item["metExpectation"]), str(item.get("reasoning", ""))) for assertion, item
-                 in zip(assertions, results, strict=True)]  # fmt: skip
+        found = [_verdict(assertion, item) for assertion, item in zip(assertions, results, strict=True)]
     except (ValueError, KeyError, TypeError) as error:
         raise JudgeEndpointError(
             f"the judge's answer cannot be read as one verdict per assertion ({type(error).__name__}: {error}): "
             f"{answer[:200]!r}"
         ) from None
     return found
+
+
+def _verdict(assertion: str, item: Any) -> Verdict:
+    met = item["metExpectation"]
+    if not isinstance(met, bool):
+        raise TypeError(f"metExpectation must be true or false, not {json.dumps(met)}")
+    return Verdict(assertion, met, str(item.get("reasoning", "")))
 
 
 JudgeSetting = Judge | Mapping[str, Any] | None

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from agent_env.envs.tau2.judge import judge_faults
 from agent_env.envs.tau2.store import Store
 from agent_env.users import ScriptedUser
 
@@ -40,7 +42,9 @@ _gold_lock = threading.Lock()
 
 def score(env: Tau2Environment, termination: Termination) -> dict[str, Any]:
     """The reward of `env`'s episode and its breakdown (JSON values): `reward`, `basis`, `parts` (each with its
-    `reward` and `why`), `ended`, `scored`, `official`, and `note` where something is left out."""
+    `reward` and `why`), `ended`, `scored`, `official`, `faults` (the failed attempts of the user's and the judge's
+    endpoints, retried ones included, as `user_...` and `judge_...` kinds), and `note` where something is left
+    out."""
     from agent_env.envs.tau2.environment import SCORED
 
     task = env.task
@@ -50,6 +54,7 @@ def score(env: Tau2Environment, termination: Termination) -> dict[str, Any]:
         "ended": ENDINGS[termination],
         "scored": termination in SCORED,
         "user": env.user.describe(),
+        "faults": env.chat.reported_faults() if env.chat is not None else {},
     }
     if isinstance(env.user, ScriptedUser):
         breakdown["user_note"] = (
@@ -66,6 +71,7 @@ def score(env: Tau2Environment, termination: Termination) -> dict[str, Any]:
                 "note": "the task has no evaluation criteria"}  # fmt: skip
     parts: dict[str, dict[str, Any]] = {}
     left_out: list[str] = []
+    judged: Counter[str] = Counter()
     for part in dict.fromkeys(criteria.reward_basis):
         if part == "DB":
             parts[part] = _db(env, task)
@@ -79,7 +85,8 @@ def score(env: Tau2Environment, termination: Termination) -> dict[str, Any]:
             if env.judge is None and criteria.nl_assertions:
                 left_out.append(part)
             else:
-                parts[part] = _nl_assertions(env, task)
+                parts[part] = _nl_assertions(env, task, judged)
+    breakdown["faults"].update(judge_faults(judged))
     reward = math.prod(item["reward"] for item in parts.values())
     breakdown.update(
         reward=float(reward), basis=list(criteria.reward_basis), parts=parts, official=not left_out
@@ -88,7 +95,8 @@ def score(env: Tau2Environment, termination: Termination) -> dict[str, Any]:
         kept = " x ".join(parts) or "nothing"
         breakdown["note"] = (
             f"not the official metric: the task's reward is {' x '.join(criteria.reward_basis)}, but "
-            f"{', '.join(left_out)} needs a judge and none was given (judge=...), so the reward here is {kept} only"
+            f"{', '.join(left_out)} needs a judge and none was given, so the reward here is {kept} only; give one "
+            "with judge={'base_url': ..., 'model': ...} (on the command line --judge-base-url and --judge-model)"
         )
     return breakdown
 
@@ -178,14 +186,14 @@ def _actions(env: Tau2Environment, task: Task) -> dict[str, Any]:
     return {"reward": 1.0, "why": "every reference action was called"}
 
 
-def _nl_assertions(env: Tau2Environment, task: Task) -> dict[str, Any]:
+def _nl_assertions(env: Tau2Environment, task: Task, faults: Counter[str]) -> dict[str, Any]:
     criteria = task.evaluation_criteria
     assertions = criteria.nl_assertions if criteria else None
     if not assertions:
         return {"reward": 1.0, "why": "the task has no assertions to judge"}
     assert env.judge is not None
     transcript = "\n".join(f"{role}: {text}" for role, text in env.transcript)
-    verdicts = env.judge.judge(transcript, assertions)
+    verdicts = env.judge.judge(transcript, assertions, faults)
     unmet = [verdict.assertion for verdict in verdicts if not verdict.met]
     return {
         "reward": 0.0 if unmet else 1.0,

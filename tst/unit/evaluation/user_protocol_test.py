@@ -5,6 +5,7 @@ message, the user's ending ends the episode, and what breaks the protocol scores
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,72 @@ def test_a_user_endpoint_that_fails_ends_the_episode_unscored_and_counted(tmp_pa
     report, [episode], _, _ = run(agent, user, tmp_path)
     assert episode["ended_by"] == "error" and episode["reward"] is None
     assert "UserEndpointError" in episode["error"] and "gave up after 4 attempts" in episode["error"]
-    assert episode["faults"] == {"user_endpoint": 1}
-    assert report.summaries[0].failed == 1 and report.summaries[0].faults == {"user_endpoint": 1}
+    # the episode's end, and the attempts the user's endpoint failed before it gave up, each counted
+    counted = {"user_endpoint": 1, "user_retries_exhausted": 1, "user_server_error": 4}
+    assert episode["faults"] == counted
+    assert report.summaries[0].failed == 1 and report.summaries[0].faults == dict.fromkeys(sorted(counted), 1)
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def overloaded(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+    return Answer({"error": {"message": "overloaded"}}, status=503)
+
+
+@pytest.mark.parametrize(
+    ("where", "settings", "said", "counted"),
+    [
+        ("503", {"model": "user-sim"}, "gave up after 4 attempts; the last: HTTP 503: overloaded",
+         {"user_server_error": 4, "user_retries_exhausted": 1}),
+        ("down", {"model": "user-sim"}, "gave up after 4 attempts; the last: connection failed",
+         {"user_connection": 4, "user_retries_exhausted": 1}),
+        ("down", {}, "for the user's endpoint the options are --user-base-url, --user-model",
+         {"user_model_list": 1}),
+    ],
+)  # fmt: skip
+def test_a_user_that_cannot_open_ends_the_episode_unscored_counted_as_the_users_at_reset(
+    tmp_path, where, settings, said, counted
+):
+    with scripted(lambda body, headers: Answer(completion("Hello?"))) as model, scripted(overloaded) as user:
+        url = user.url if where == "503" else f"http://127.0.0.1:{unused_port()}/v1"
+        env = AgentEnv.local("tau2-mock", user={"base_url": url, **settings, **FAST})
+        report = evaluate(
+            env, Endpoint(model.url, **FAST), split="base", episodes=1, out=tmp_path / "r.jsonl"
+        )
+    [episode] = report.episodes
+    assert episode.ended_by == "error" and episode.reward is None and episode.turns == 0
+    assert episode.error is not None
+    assert episode.error.startswith(
+        f"UserEndpointError at reset (the episode could not start): the simulated user's endpoint ({url}) failed: "
+    )
+    assert said in episode.error and "could not score" not in episode.error
+    assert episode.faults == {"user_endpoint": 1, **counted}  # never an environment_error
+    assert model.requests == []  # the agent was never asked
+
+
+def test_the_users_retried_faults_are_in_the_breakdown_and_the_episodes_faults(tmp_path):
+    failures = iter([429, 503])  # the opening's first attempt, then the first reply's
+
+    def user(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        status = next(failures, None)
+        if status is not None:
+            return Answer({"error": {"message": "busy"}}, status=status)
+        return user_that_stops(body, headers)
+
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=[CREATE])),
+        lambda body: Answer(completion("Done: the task is created.")),
+    )
+    report, [episode], _, _ = run(agent, user, tmp_path)
+    assert episode["reward"] == 1.0
+    reported = {"user_rate_limited": 1, "user_server_error": 1}
+    assert episode["breakdown"]["faults"] == reported  # the opening's fault too, which reset met
+    assert episode["faults"] == reported
+    assert report.summaries[0].faults == reported
 
 
 def test_trials_play_each_task_again_and_the_summary_gives_pass_k(tmp_path):

@@ -163,6 +163,43 @@ def test_settings_make_a_user_and_an_unknown_one_is_named():
         LLMUser.from_settings({"url": "http://h/v1"})
 
 
+def test_settings_without_a_base_url_are_refused_rather_than_asking_the_agents_default_url():
+    with pytest.raises(ValueError) as refused:
+        LLMUser.from_settings({"model": "gpt-4.1"})
+    assert str(refused.value).startswith(
+        "the user's settings name no base_url (given: model): say where its model"
+    )
+    assert "--user-base-url, or base_url in -c user='{...}'" in str(refused.value)
+
+
+def test_the_openings_faults_are_the_episodes_counted_in_its_chat():
+    answers = iter([Answer({"error": {"message": "slow down"}}, status=429), Answer(completion("Hi, help."))])
+    with scripted(lambda body, headers: next(answers, Answer(completion("ok")))) as server:
+        env = AgentEnv.local(Helpdesk, user={"base_url": server.url, "model": "m", **FAST})
+        with env.open() as session:
+            assert session.reset() == "Hi, help."
+            session.call_tool(USER_CHANNEL, {"message": "Restart it?"})
+            chat = session.environment.chat
+    assert chat.faults == {"rate_limited": 1}
+    assert chat.reported_faults() == {"user_rate_limited": 1}
+
+
+def test_a_user_whose_model_cannot_be_named_ends_the_episode_unscored_not_scored_zero():
+    # No model named and its server down: the user cannot be asked, which is the user's failure, not the agent's.
+    env = AgentEnv.local("tau2-mock", user={"base_url": f"http://127.0.0.1:{unused_port()}/v1", **FAST})
+    with env.open() as session:
+        session.reset(task_id="create_task_1", prompt=[{"role": "user", "content": "Create a task for me."}])
+        with pytest.raises(UserEndpointError) as failed:
+            session.call_tool(USER_CHANNEL, {"message": "Which title?"})
+        assert "cannot reach" in str(failed.value) and "--user-base-url" in str(failed.value)
+        assert failed.value.faults == {"user_model_list": 1}
+        assert session.ended() is not None and "the simulated user's endpoint" in session.ended()
+        assert session.environment.termination == "user_error"
+        with pytest.raises(InfrastructureFailedError, match="the simulated user's endpoint") as refused:
+            session.score()
+    assert isinstance(refused.value.cause, UserEndpointError)
+
+
 def test_an_endpoint_that_fails_ends_the_episode_which_trl_then_leaves_unscored(caplog):
     with scripted(lambda body, headers: Answer({"error": {"message": "boom"}}, status=400)) as server:
         env = AgentEnv.local(Helpdesk, user={"base_url": server.url, "model": "m", **FAST})
@@ -182,3 +219,13 @@ def test_an_endpoint_that_fails_ends_the_episode_which_trl_then_leaves_unscored(
         with caplog.at_level(logging.WARNING, logger="agent_env"):
             assert trl_env.get_reward() is None
     assert "TRL gets None (unscorable" in caplog.text and "simulated user" in caplog.text
+
+
+def test_every_episodes_user_shares_one_client_per_endpoint_and_key(monkeypatch):
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "m", "SHARED_USER_KEY")
+    monkeypatch.setenv("SHARED_USER_KEY", "sk-one")
+    first, second = LLMUser(endpoint), pickle.loads(pickle.dumps(LLMUser(endpoint)))
+    assert first._ensure_client() is second._ensure_client()  # no TLS context and connection per episode
+    assert LLMUser(Endpoint("http://127.0.0.1:9/v1", "other"))._ensure_client() is not first._ensure_client()
+    monkeypatch.setenv("SHARED_USER_KEY", "sk-two")  # a new key is a new client, never the old key's
+    assert LLMUser(endpoint)._ensure_client() is not first._ensure_client()

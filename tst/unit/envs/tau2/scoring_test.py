@@ -57,6 +57,8 @@ def test_without_a_judge_the_reward_is_db_only_and_says_it_is_not_the_official_m
     assert (
         "not the official metric" in breakdown["note"] and "NL_ASSERTION needs a judge" in breakdown["note"]
     )
+    assert "on the command line --judge-base-url and --judge-model" in breakdown["note"]
+    assert breakdown["faults"] == {}  # a scripted user has no endpoint to fail
 
 
 def test_a_judge_finds_each_assertion_met_or_not_and_the_reward_follows(judged_data):
@@ -85,6 +87,38 @@ def test_a_judge_that_fails_leaves_the_episode_unscored(judged_data):
     assert isinstance(
         raised.value.cause, JudgeEndpointError
     )  # a service failed: a trainer leaves it unscored
+
+
+@pytest.mark.parametrize("met", ['"false"', '"true"', "0", "null"])
+def test_a_verdict_that_is_not_a_json_boolean_is_a_failed_judge_not_a_met_assertion(judged_data, met):
+    answer = (
+        '{"results": [{"expectedOutcome": "a", "reasoning": "r", "metExpectation": true}, '
+        f'{{"expectedOutcome": "b", "reasoning": "r", "metExpectation": {met}}}]}}'
+    )
+    with pytest.raises(JudgeEndpointError, match=f"metExpectation must be true or false, not {met}"):
+        verdicts(answer, ["a", "b"])
+    with scripted(lambda body, headers: Answer(completion(answer))) as server:
+        env = AgentEnv.local("tau2-mock", data_dir=judged_data, judge={"base_url": server.url, **FAST})
+        with pytest.raises(InfrastructureFailedError, match="metExpectation must be true or false") as raised:
+            play(env, "update_task_1", DONE)
+    assert isinstance(raised.value.cause, JudgeEndpointError)  # unscored, never a reward
+    assert raised.value.cause.faults == {"judge_unreadable_verdicts": 1}
+
+
+def test_the_judges_retried_faults_are_in_the_breakdown(judged_data):
+    met = {"results": [{"expectedOutcome": "x", "reasoning": "r", "metExpectation": True}] * 2}
+    answers = iter(
+        [Answer({"error": {"message": "slow down"}}, status=429), Answer(completion(json.dumps(met)))]
+    )
+    with scripted(lambda body, headers: next(answers)) as server:
+        env = AgentEnv.local("tau2-mock", data_dir=judged_data, judge={"base_url": server.url, **FAST})
+        breakdown = play(env, "update_task_1", DONE)
+    assert breakdown["reward"] == 1.0 and breakdown["faults"] == {"judge_rate_limited": 1}
+
+
+def test_a_judge_without_a_base_url_is_refused_naming_the_option():
+    with pytest.raises(ValueError, match=r"the judge's settings name no base_url .* --judge-base-url"):
+        AgentEnv.local("tau2-mock", judge={"model": "gpt-4.1"}).open()
 
 
 def test_verdicts_are_read_from_plain_or_fenced_json_one_per_assertion():
