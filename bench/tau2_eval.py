@@ -57,7 +57,7 @@ def main() -> None:
         out = Path(folder) / "run.jsonl"
         start = time.perf_counter()
         report = evaluate(env, Endpoint(model.url), split="test", trials=args.trials,
-                          concurrency=args.concurrency, max_turns=20, out=out)  # fmt: skip
+                          concurrency=args.concurrency, out=out)  # fmt: skip
         elapsed = time.perf_counter() - start
         episodes = [json.loads(line) for line in out.read_text().splitlines()][1:]
     turns = sum(episode["turns"] for episode in episodes)

@@ -49,6 +49,13 @@ ENVIRONMENT_ERROR = "environment_error"
 """The fault counted against an episode that its environment ended (reset, reward or a served session failed); a
 request that failed for good is counted as its `RequestFailedError.fault`, and a model the environment asks (its
 simulated user, its judge) failing as that error's code (`user_endpoint`, `judge_endpoint`), wherever it failed."""
+DEFAULT_MAX_TURNS = 10
+"""The most replies an episode gets by default, in an environment without a simulated user."""
+USER_MAX_TURNS = 200
+"""The most replies an episode gets by default under a simulated user's protocol: τ²-bench's `max_steps`. Every
+reply takes at least two of the environment's steps (a call and its answer, a message and its reply), so an
+environment whose own step limit is at most twice this (τ²'s: 200) ends the episode itself first, as the benchmark
+does; this only stops an episode whose environment has no such limit."""
 CALL_MARKUP = re.compile(
     r"<tool_call>|<\|tool_call|\[TOOL_CALLS\]|<function=|to=functions\.|<\|python_tag\|>|\"name\"\s*:\s*\"[^\"]+\"\s*,"
     r"\s*\"(?:arguments|parameters)\""

@@ -15,13 +15,14 @@ from typing import Any
 
 from agent_env._agent_env import AgentEnv
 from agent_env.evaluation._arms import FULL, Arm, arms
-from agent_env.evaluation._episode import Episode, Player, Task
+from agent_env.evaluation._episode import DEFAULT_MAX_TURNS, USER_MAX_TURNS, Episode, Player, Task
 from agent_env.evaluation._given_rows import given_rows
 from agent_env.evaluation._records import RunFile
 from agent_env.evaluation._stats import ArmSummary, Comparison, compare, summarize
 from agent_env.llm import ChatClient, Endpoint, Sampling
 from agent_env.schema import fingerprint
 from agent_env.session import Provider
+from agent_env.users import USER_CHANNEL
 
 DEFAULT_OUT = "eval.jsonl"
 OnEpisode = Callable[[Episode, int, int], None]
@@ -79,7 +80,7 @@ def evaluate(
     episodes: int | None = None,
     trials: int = 1,
     concurrency: int = 8,
-    max_turns: int = 10,
+    max_turns: int | None = None,
     sampling: Sampling | None = None,
     compare_with: str | None = None,
     template: str | None = None,
@@ -117,7 +118,7 @@ async def aevaluate(
     episodes: int | None = None,
     trials: int = 1,
     concurrency: int = 8,
-    max_turns: int = 10,
+    max_turns: int | None = None,
     sampling: Sampling | None = None,
     compare_with: str | None = None,
     template: str | None = None,
@@ -137,7 +138,9 @@ async def aevaluate(
         trials: How many times to play each of them (each play with its own seed); the summary gives pass^k for k
             up to it, τ²-bench's leaderboard metric.
         concurrency: Episodes in flight at once.
-        max_turns: The most replies an episode gets.
+        max_turns: The most replies an episode gets; None for the default: `USER_MAX_TURNS` (200, τ²-bench's
+            `max_steps`) for an environment with a simulated user, whose own step limit then ends its episodes (a
+            reply takes at least two steps), else `DEFAULT_MAX_TURNS` (10). The run's file records the number used.
         sampling: Sampling settings (seeds: episode i is asked with `seed + i`, in every arm).
         compare_with: "lossy" plays every episode a second time with the tools as a plain TRL environment shows
             them (TRL's own rendering of the environment's tool methods).
@@ -171,6 +174,8 @@ async def aevaluate(
         shown_model = model if endpoint.model is not None else client.scrub(model)
         chosen = arms(env, compare=compare_with, template=template)
         published = env.tools()
+        if max_turns is None:
+            max_turns = default_max_turns(published)
         tasks = plan(env.provider, split, episodes, given_rows(env.provider, rows), trials)
         settings = {
             "split": split if rows is None else None,
@@ -213,6 +218,14 @@ async def aevaluate(
         out=str(out),
         episodes=played,
     )
+
+
+def default_max_turns(published: Sequence[Mapping[str, Any]]) -> int:
+    """The most replies an episode of an environment publishing `published` gets unless told: `USER_MAX_TURNS`
+    under a simulated user's protocol (it publishes `message_user`), where real episodes take dozens of replies and
+    reaching the limit scores 0; else `DEFAULT_MAX_TURNS`."""
+    talks_to_user = any(tool.get("name") == USER_CHANNEL for tool in published)
+    return USER_MAX_TURNS if talks_to_user else DEFAULT_MAX_TURNS
 
 
 def run_header(

@@ -14,6 +14,7 @@ import pytest
 
 from agent_env import AgentEnv
 from agent_env.evaluation import Endpoint, Report, evaluate
+from agent_env.evaluation._episode import USER_MAX_TURNS
 from tst.unit.evaluation.scripted import Answer, call, completion, scripted
 
 FAST = {"backoff": 0.001, "max_backoff": 0.01}
@@ -163,6 +164,24 @@ def test_the_users_retried_faults_are_in_the_breakdown_and_the_episodes_faults(t
     assert episode["breakdown"]["faults"] == reported  # the opening's fault too, which reset met
     assert episode["faults"] == reported
     assert report.summaries[0].faults == reported
+
+
+def test_under_the_users_protocol_an_episode_gets_more_than_ten_replies_by_default(tmp_path):
+    agent = agent_that(*[lambda body: Answer(completion(tool_calls=[call("get_users", {})]))] * 14,
+                       lambda body: Answer(completion("Done.")))  # fmt: skip
+    _, [episode], _, _ = run(agent, user_that_stops, tmp_path)
+    assert (episode["ended_by"], episode["turns"]) == ("ended", 15)
+    assert episode["breakdown"]["ended"] == "the user ended the conversation"
+    header = json.loads((tmp_path / "run.jsonl").read_text().splitlines()[0])
+    assert header["max_turns"] == USER_MAX_TURNS == 200
+
+
+def test_the_environments_own_step_limit_ends_an_episode_before_the_default_max_turns(tmp_path):
+    agent = agent_that(lambda body: Answer(completion(tool_calls=[call("get_users", {})])))
+    _, [episode], _, _ = run(agent, user_that_stops, tmp_path)
+    assert episode["ended_by"] == "ended" and episode["turns"] < USER_MAX_TURNS
+    assert "max_steps=200" in episode["ending"]
+    assert episode["reward"] == 0.0 and episode["breakdown"]["ended"] == "the episode reached max_steps"
 
 
 def test_trials_play_each_task_again_and_the_summary_gives_pass_k(tmp_path):
