@@ -488,12 +488,38 @@ def _json_object(option: str, text: str | None) -> dict[str, Any]:
 
 
 def _model_settings(
-    role: str, base_url: str | None, model: str | None, api_key_env: str | None, temperature: float | None
+    role: str,
+    configured: Any,
+    base_url: str | None,
+    model: str | None,
+    api_key_env: str | None,
+    temperature: float | None,
 ) -> dict[str, Any]:
-    """The `user=` or `judge=` setting that the --user-* or --judge-* options make (none when none is given)."""
+    """The `user=` or `judge=` setting: the --user-* (or --judge-*) options given, each over its key of the mapping
+    `-c user='{...}'` (`configured`) gives; nothing when no option is given, and the configuration then stands.
+
+    Raises:
+        ValueError: Options over a `-c` setting that is not an endpoint's (`"scripted"`), or options and settings
+            that say nowhere the model is (no base URL): the agent's is never used for it.
+    """
     given = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "temperature": temperature}
     chosen = {key: value for key, value in given.items() if value is not None}
-    return {role: chosen} if chosen else {}
+    if not chosen:
+        return {}
+    flags = ", ".join(f"--{role}-{key.replace('_', '-')}" for key in chosen)
+    name, say = ("names", "says") if len(chosen) == 1 else ("name", "say")
+    if configured is not None and not isinstance(configured, dict):
+        raise ValueError(
+            f"{flags} {name} an endpoint's settings, but -c {role}={json.dumps(configured)} names no endpoint to "
+            f"set them on: leave out one or the other, or give the settings as -c {role}='{{\"base_url\": ...}}'"
+        )
+    merged = {**(configured or {}), **chosen}
+    if not merged.get("base_url"):
+        raise ValueError(
+            f"{flags} {say} how to ask the {role}'s model but not where it is served: add --{role}-base-url (or "
+            f"base_url in -c {role}='{{...}}'); the agent's --base-url is never used for it"
+        )
+    return {role: merged}
 
 
 def _check_user_settings(env: Any, settings: dict[str, Any]) -> None:
@@ -546,7 +572,15 @@ def eval_command(
         typer.Option(min=1, help="Play each episode this many times; the summary gives pass^k up to it."),
     ] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes in flight at once.")] = 8,
-    max_turns: Annotated[int, typer.Option(min=1, help="The most replies an episode gets.")] = 10,
+    max_turns: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="The most replies an episode gets. Default: 200 for an environment with a simulated user "
+            "(τ²-bench's max_steps: a τ² environment's own step limit, 200, ends its episodes first), else 10.",
+            show_default=False,
+        ),
+    ] = None,
     out: Annotated[
         Path, typer.Option(help="The JSONL file: the run's settings, then one line per finished episode.")
     ] = Path("eval.jsonl"),
@@ -597,10 +631,17 @@ def eval_command(
         ),
     ] = None,
     user_model: Annotated[
-        str | None, typer.Option(help="The simulated user's model; by default the one its server lists.")
+        str | None,
+        typer.Option(
+            help="The simulated user's model; by default the one its server lists. Needs --user-base-url (or "
+            "base_url in -c user='{...}')."
+        ),
     ] = None,
     user_api_key_env: Annotated[
-        str | None, typer.Option(help="The environment variable holding the simulated user's API key.")
+        str | None,
+        typer.Option(
+            help="The environment variable holding the simulated user's API key (default: OPENAI_API_KEY)."
+        ),
     ] = None,
     user_temperature: Annotated[
         float | None,
@@ -610,9 +651,13 @@ def eval_command(
         str | None,
         typer.Option(help="The endpoint that judges natural-language assertions (τ²-bench retail's reward)."),
     ] = None,
-    judge_model: Annotated[str | None, typer.Option(help="The judge's model.")] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(help="The judge's model; by default the one its server lists. Needs --judge-base-url."),
+    ] = None,
     judge_api_key_env: Annotated[
-        str | None, typer.Option(help="The environment variable holding the judge's API key.")
+        str | None,
+        typer.Option(help="The environment variable holding the judge's API key (default: OPENAI_API_KEY)."),
     ] = None,
     config: Annotated[
         list[str] | None,
@@ -629,13 +674,14 @@ def eval_command(
 
     Each request sends ENV's tools with their published schemas; each call runs through a session as in training
     (the same validation, the same error text TRL gives the model). An episode ends on end_turn, on a reply with no
-    tool calls, or at --max-turns; its reward is the environment's. The API key comes from --api-key-env's
+    tool calls, or at --max-turns (10 unless ENV has a simulated user); its reward is the environment's. The API key comes from --api-key-env's
     variable (OPENAI_API_KEY; unset sends none), never from an option. See the README, "Evaluate a model".
 
     An environment with a simulated user (tau2-airline, tau2-retail, tau2-mock) is played by the official protocol:
     a plain reply goes to the user, whose answer comes back as the next user message. --user-* name the user's own
-    endpoint (without them the user is scripted, which is not the benchmark's user), --judge-* the judge of
-    natural-language assertions, and --trials k gives pass^k.
+    endpoint (without them the user is scripted, which is not the benchmark's user), each over its key of a
+    -c user='{...}' setting, --judge-* the judge of natural-language assertions likewise, and --trials k gives
+    pass^k. An episode there takes dozens of replies, and reaching --max-turns scores 0, so it defaults to 200.
     """
     from contextlib import nullcontext
 
@@ -662,9 +708,12 @@ def eval_command(
             from agent_env.evaluation._given_rows import read_rows
 
             given = read_rows(rows)
-        settings = {**parse_config(config or []), **_model_settings(
-            "user", user_base_url, user_model, user_api_key_env, user_temperature
-        ), **_model_settings("judge", judge_base_url, judge_model, judge_api_key_env, None)}  # fmt: skip
+        configured = parse_config(config or [])
+        settings = {**configured, **_model_settings(
+            "user", configured.get("user"), user_base_url, user_model, user_api_key_env, user_temperature
+        ), **_model_settings(
+            "judge", configured.get("judge"), judge_base_url, judge_model, judge_api_key_env, None
+        )}  # fmt: skip
         if plot is not None:  # found now, not after the whole run
             from agent_env.evaluation._plot import check_plot_path
 

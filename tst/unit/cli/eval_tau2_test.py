@@ -1,0 +1,158 @@
+"""`agent-env eval` on τ²-bench (`agent_env/cli.py`): the --user-* and --judge-* options as a user gives them,
+with or over `-c`, against scripted agent, user and judge servers; the default --max-turns; and what a run with the
+scripted user writes and says."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_env import AgentEnv
+from agent_env.cli import app
+from agent_env.evaluation._episode import DEFAULT_MAX_TURNS, USER_MAX_TURNS
+from tst.unit.evaluation.scripted import Answer, call, completion, scripted
+from tst.unit.evaluation.user_protocol_test import CREATE, agent_that, user_that_stops
+
+
+def invoke(*arguments: str, **variables: str) -> Any:
+    return CliRunner().invoke(app, ["eval", *arguments], env={"COLUMNS": "240", **variables})
+
+
+def creates_then_says_done(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+    done = any(message["role"] == "tool" for message in body["messages"])
+    return Answer(completion("The task is created.") if done else completion(tool_calls=[CREATE]))
+
+
+@pytest.fixture
+def judged_data(tmp_path: Path) -> Path:
+    """The mock domain with update_task_1 scored DB x NL_ASSERTION (a copy: the pinned files stay as they are)."""
+    shutil.copytree(Path(os.environ["AGENT_ENV_TAU2_DATA"]) / "mock", tmp_path / "data" / "mock")
+    tasks_file = tmp_path / "data" / "mock" / "tasks.json"
+    tasks = json.loads(tasks_file.read_text())
+    for task in tasks:
+        if task["id"] == "update_task_1":
+            task["evaluation_criteria"]["reward_basis"] = ["DB", "NL_ASSERTION"]
+            task["evaluation_criteria"]["nl_assertions"] = ["The agent marked the task completed"]
+    tasks_file.write_text(json.dumps(tasks))
+    return tmp_path / "data"
+
+
+def test_the_judge_options_name_the_judges_endpoint_model_and_key(tmp_path, judged_data):
+    verdict = {"results": [{"expectedOutcome": "x", "reasoning": "It did.", "metExpectation": True}]}
+    rows = tmp_path / "rows.jsonl"
+    row = next(r for r in AgentEnv.local("tau2-mock").dataset("base") if r["task_id"] == "update_task_1")
+    rows.write_text(json.dumps(dict(row)) + "\n")
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=[call("update_task_status", {"task_id": "task_1",
+                                                                               "status": "completed"})])),
+        lambda body: Answer(completion("Done: task_1 is completed.")),
+    )  # fmt: skip
+    out = tmp_path / "run.jsonl"
+    with (
+        scripted(agent) as model,
+        scripted(lambda body, headers: Answer(completion(json.dumps(verdict)))) as judge,
+    ):
+        result = invoke(
+            "tau2-mock", "--rows", str(rows), "--base-url", model.url, "--out", str(out),
+            "-c", f"data_dir={judged_data}", "--judge-base-url", judge.url, "--judge-model", "judge-7b",
+            "--judge-api-key-env", "JUDGE_KEY", JUDGE_KEY="sk-judge",
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    assert episode["breakdown"]["parts"]["NL_ASSERTION"]["reward"] == 1.0
+    assert episode["reward"] == 1.0 and episode["breakdown"]["official"] is True
+    assert [(body["model"], headers["authorization"]) for body, headers in judge.requests] == [
+        ("judge-7b", "Bearer sk-judge")
+    ]
+
+
+def test_user_options_go_over_the_keys_of_a_configured_user(tmp_path):
+    out = tmp_path / "run.jsonl"
+    with scripted(creates_then_says_done) as model, scripted(user_that_stops, models=("a", "b")) as user:
+        settings = json.dumps({"base_url": user.url, "model": "a", "temperature": 0.7})
+        result = invoke(
+            "tau2-mock", "--split", "base", "--episodes", "1", "--base-url", model.url, "--out", str(out),
+            "-c", f"user={settings}", "--user-model", "b",
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    # the model the option names, the URL and temperature the configuration does
+    assert {(body["model"], body["temperature"]) for body, _ in user.requests} == {("b", 0.7)}
+    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    assert episode["breakdown"]["user"]["model"] == "b" and episode["reward"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["--user-model", "gpt-4.1"],
+         "agent-env eval: --user-model says how to ask the user's model but not where it is served: add "
+         "--user-base-url (or base_url in -c user='{...}'); the agent's --base-url is never used for it"),
+        (["--judge-model", "gpt-4.1", "--judge-api-key-env", "K"],
+         "agent-env eval: --judge-model, --judge-api-key-env say how to ask the judge's model but not where it is "
+         "served: add --judge-base-url (or base_url in -c judge='{...}'); the agent's --base-url is never used "
+         "for it"),
+        (["-c", "user=scripted", "--user-base-url", "http://127.0.0.1:9/v1"],
+         "agent-env eval: --user-base-url names an endpoint's settings, but -c user=\"scripted\" names no endpoint "
+         "to set them on: leave out one or the other, or give the settings as -c user='{\"base_url\": ...}'"),
+        (["-c", 'user={"model": "gpt-4.1"}'],
+         "agent-env eval: the user's settings name no base_url (given: model): say where its model is served, "
+         "apart from the agent's, e.g. {'base_url': 'http://127.0.0.1:8001/v1', 'model': 'gpt-4.1'} (on the "
+         "command line --user-base-url, or base_url in -c user='{...}')"),
+    ],
+)  # fmt: skip
+def test_user_or_judge_settings_that_say_nowhere_to_ask_are_refused_before_any_episode(
+    tmp_path, arguments, said
+):
+    with scripted(creates_then_says_done) as model:
+        result = invoke("tau2-mock", "--base-url", model.url, "--out", str(tmp_path / "r.jsonl"), *arguments)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == said
+    assert model.requests == [] and not (tmp_path / "r.jsonl").exists()
+
+
+def test_max_turns_defaults_to_the_user_protocols_and_the_help_says_so(tmp_path):
+    help_text = " ".join(CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "240"}).stdout.split())
+    assert f"Default: {USER_MAX_TURNS} for an environment with a simulated user" in help_text
+    assert f"else {DEFAULT_MAX_TURNS}" in help_text
+    with scripted(creates_then_says_done) as model:
+        result = invoke("tau2-mock", "--split", "base", "--episodes", "1", "--base-url", model.url,
+                        "--out", str(tmp_path / "u.jsonl"))  # fmt: skip
+        toy = invoke("tst.data.toy:ToyDesk", "--episodes", "1", "--base-url", model.url,
+                     "--out", str(tmp_path / "t.jsonl"))  # fmt: skip
+    assert result.exit_code == 0 and toy.exit_code in (0, 1), result.output + toy.output
+    assert json.loads((tmp_path / "u.jsonl").read_text().splitlines()[0])["max_turns"] == USER_MAX_TURNS
+    assert json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])["max_turns"] == DEFAULT_MAX_TURNS
+
+
+def test_a_scripted_user_run_writes_its_settings_and_episodes_and_its_summary_says_whose_user(tmp_path):
+    out = tmp_path / "run.jsonl"
+    with scripted(creates_then_says_done) as model:
+        result = invoke("tau2-mock", "--split", "base", "--episodes", "2", "--base-url", model.url,
+                        "--out", str(out), "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    header, *episodes = (json.loads(line) for line in out.read_text().splitlines())
+    assert header["type"] == "run" and header["environment"] == "Tau2Mock"
+    assert (header["split"], header["trials"], header["max_turns"]) == ("base", 1, USER_MAX_TURNS)
+    assert header["base_url"] == model.url and header["model"] == "scripted"
+    assert [arm["name"] for arm in header["arms"]] == ["full"]
+    assert [episode["episode"] for episode in episodes] == [
+        "create_task_1",
+        "create_task_1_with_env_assertions",
+    ]
+    for episode in episodes:
+        assert episode["type"] == "episode" and episode["ended_by"] == "ended"
+        assert episode["breakdown"]["user"] == {"kind": "scripted", "script": "the scenario's"}
+        assert episode["faults"] == {} and episode["breakdown"]["faults"] == {}
+    report = json.loads(result.stdout)
+    [summary] = report["summaries"]
+    assert summary["episodes"] == 2 and summary["ended_by"] == {"ended": 2}
+    assert [episode["reward"] for episode in episodes] == [1.0, 1.0]
+    assert summary["pass_k"]["1"]["value"] == 1.0
+    [note] = [note for note in report["notes"] if "the user is scripted" in note]
+    assert note.endswith("give a user model (user=..., --user-base-url) for that (2 of 2 episodes)")
