@@ -20,11 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "agent_env"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
-KNOWN_CIRCLES = {
-    # τ²-bench's environment scores with scoring.py, which takes Tau2Environment, Termination and SCORED back from
-    # it; left for the τ² work in progress (agent_env/envs/tau2/), which owns both modules.
-    frozenset({"agent_env.envs.tau2.environment", "agent_env.envs.tau2.scoring"}),
-}
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 """Circles that exist and are known; any other fails, and so does one of these once it is gone."""
 
 Graph = Mapping[str, set[str]]

@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
 from agent_env.environment import Environment
 from agent_env.envs.tau2.judge import Judge, JudgeSetting, judge_from
+from agent_env.envs.tau2.scoring import score
 from agent_env.envs.tau2.store import Store
 from agent_env.envs.tau2.tasks import Domain, EnvCall, HistoryMessage, Task, load_domain
+from agent_env.envs.tau2.trajectory import SCORED, Call, Termination
 from agent_env.errors import ToolError, UserEndpointError
 from agent_env.tools import END_TURN, Tool, ToolSet
 from agent_env.users import USER_CHANNEL, ChatMessage, ScriptedUser, User, UserChat, UserSetting, user_from
@@ -38,21 +39,6 @@ Follow the policy in everything you do, and send valid JSON in every tool call.
 DEFAULT_MAX_STEPS = 200
 DEFAULT_MAX_ERRORS = 10
 TRANSFER_TOOL = "transfer_to_human_agents"
-
-Termination = Literal["agent_stop", "user_stop", "max_steps", "too_many_errors", "user_error"]
-SCORED: frozenset[Termination] = frozenset({"agent_stop", "user_stop"})
-"""The endings tau2-bench scores; any other ending scores 0."""
-
-
-@dataclass(frozen=True)
-class Call:
-    """One tool call of the episode (or of the conversation before it), as the trajectory holds it."""
-
-    name: str
-    arguments: Any
-    requestor: Literal["assistant", "user"]
-    result: str
-    error: bool
 
 
 class UserSide:
@@ -278,8 +264,6 @@ class Tau2Environment(UserChat, Environment):
             UserEndpointError: The user's endpoint failed: the episode cannot be scored.
             JudgeEndpointError: The judge's endpoint failed: the episode cannot be scored.
         """
-        from agent_env.envs.tau2.scoring import score
-
         if self.task is None:
             raise ValueError("no episode to score: reset(task_id=...) first")
         if (

@@ -18,35 +18,51 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agent_env.envs.tau2.judge import judge_faults
 from agent_env.envs.tau2.store import Store
+from agent_env.envs.tau2.trajectory import ENDINGS, SCORED, Call, Termination
 from agent_env.users import ScriptedUser
 
 if TYPE_CHECKING:
-    from agent_env.envs.tau2.environment import Tau2Environment, Termination
-    from agent_env.envs.tau2.tasks import Task
+    from agent_env.envs.tau2.judge import Judge
+    from agent_env.envs.tau2.tasks import Domain, EnvCall, Task
+    from agent_env.users import Chat, User
 
-ENDINGS = {
-    "agent_stop": "the agent ended the episode",
-    "user_stop": "the user ended the conversation",
-    "max_steps": "the episode reached max_steps",
-    "too_many_errors": "the episode reached max_errors",
-    "user_error": "the simulated user could not answer",
-}
+
+class Episode(Protocol):
+    """What scoring reads of an episode (a `Tau2Environment` is one): its task and data, its databases, its record
+    of calls and of the conversation, who played the user and who judges; and, to replay the reference actions on a
+    fresh one of its kind, how it starts a task, replays a call and runs a task's assertion."""
+
+    data: Domain
+    task: Task | None
+    db: Store
+    user_db: Store | None
+    calls: list[Call]
+    transcript: list[tuple[str, str]]
+    user: User
+    judge: Judge | None
+    chat: Chat | None
+
+    def initial_state(self, task: Task) -> list[Call]: ...
+
+    def replay(self, name: str, arguments: Mapping[str, Any], side: Literal["assistant", "user"]) -> Call: ...
+
+    def env_call(self, call: EnvCall) -> Any: ...
+
 
 _gold: dict[tuple[int, str], tuple[Store, Store | None]] = {}
 _gold_lock = threading.Lock()
 
 
-def score(env: Tau2Environment, termination: Termination) -> dict[str, Any]:
+def score(env: Episode, termination: Termination) -> dict[str, Any]:
     """The reward of `env`'s episode and its breakdown (JSON values): `reward`, `basis`, `parts` (each with its
     `reward` and `why`), `ended`, `scored`, `official`, `faults` (the failed attempts of the user's and the judge's
     endpoints, retried ones included, as `user_...` and `judge_...` kinds), and `note` where something is left
     out."""
-    from agent_env.envs.tau2.environment import SCORED
-
     task = env.task
     assert task is not None
     breakdown: dict[str, Any] = {
@@ -101,7 +117,7 @@ def score(env: Tau2Environment, termination: Termination) -> dict[str, Any]:
     return breakdown
 
 
-def gold(env: Tau2Environment, task: Task) -> tuple[Store, Store | None]:
+def gold(env: Episode, task: Task) -> tuple[Store, Store | None]:
     """The databases the task's reference actions leave, from its initial state: computed once per process and
     task (a reference call that fails is passed over, as upstream logs and passes over it). Sets nothing on `env`."""
     key = (id(env.data), task.id)
@@ -118,7 +134,7 @@ def gold(env: Tau2Environment, task: Task) -> tuple[Store, Store | None]:
         return found
 
 
-def _db(env: Tau2Environment, task: Task) -> dict[str, Any]:
+def _db(env: Episode, task: Task) -> dict[str, Any]:
     criteria = task.evaluation_criteria
     if criteria is not None and criteria.actions is None and criteria.env_assertions is None:
         return {"reward": 1.0, "why": "the task has no reference actions to compare the database with"}
@@ -136,7 +152,7 @@ def _db(env: Tau2Environment, task: Task) -> dict[str, Any]:
     }
 
 
-def _assertions(env: Tau2Environment, task: Task) -> dict[str, Any]:
+def _assertions(env: Episode, task: Task) -> dict[str, Any]:
     criteria = task.evaluation_criteria
     assertions = criteria.env_assertions if criteria else None
     if not assertions:
@@ -157,7 +173,7 @@ def _assertions(env: Tau2Environment, task: Task) -> dict[str, Any]:
     return {"reward": 0.0 if failed else 1.0, "why": "; ".join(failed) or "every assertion holds"}
 
 
-def _communicate(env: Tau2Environment, task: Task) -> dict[str, Any]:
+def _communicate(env: Episode, task: Task) -> dict[str, Any]:
     criteria = task.evaluation_criteria
     wanted = criteria.communicate_info if criteria else None
     if not wanted:
@@ -171,7 +187,7 @@ def _communicate(env: Tau2Environment, task: Task) -> dict[str, Any]:
     return {"reward": 1.0, "why": f"said to the user: {wanted}"}
 
 
-def _actions(env: Tau2Environment, task: Task) -> dict[str, Any]:
+def _actions(env: Episode, task: Task) -> dict[str, Any]:
     criteria = task.evaluation_criteria
     actions = criteria.actions if criteria else None
     if not actions:
@@ -186,7 +202,7 @@ def _actions(env: Tau2Environment, task: Task) -> dict[str, Any]:
     return {"reward": 1.0, "why": "every reference action was called"}
 
 
-def _nl_assertions(env: Tau2Environment, task: Task, faults: Counter[str]) -> dict[str, Any]:
+def _nl_assertions(env: Episode, task: Task, faults: Counter[str]) -> dict[str, Any]:
     criteria = task.evaluation_criteria
     assertions = criteria.nl_assertions if criteria else None
     if not assertions:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from agent_env.envs.tau2.calculator import MAX_INTEGER_BITS
-from agent_env.envs.tau2.environment import Call
 from agent_env.envs.tau2.retail import Tau2Retail
 from agent_env.envs.tau2.retail_db import GiftCard, Order, RetailDB, User
 from agent_env.envs.tau2.store import Store, canonical
+from agent_env.envs.tau2.trajectory import Call
 from agent_env.errors import ToolArgumentError, ToolError
 from agent_env.session import LocalSession
 
