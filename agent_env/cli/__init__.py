@@ -1,7 +1,51 @@
-"""The `agent-env` command (the console script `agent_env.cli:main`)."""
+"""The `agent-env` command: one module per subcommand, each a thin typer function calling the layer that does it.
+
+A new command is a module here (a function whose docstring is its help, taking what it shares with the others from
+`_options`) and one entry in `COMMANDS`, whose order is the order `agent-env --help` lists them in. The console script
+is `agent_env.cli:main`.
+"""
 
 from __future__ import annotations
 
-from agent_env.cli.eval import app, eval_command, main
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from agent_env.cli import check, demo, eval, render, rollout, serve, tools
 
 __all__ = ["app", "eval_command", "main"]
+
+COMMANDS: dict[str, Callable[..., Any]] = {
+    "serve": serve.serve,
+    "tools": tools.tools,
+    "render": render.render,
+    "check": check.check,
+    "rollout": rollout.rollout,
+    "eval": eval.eval_command,
+    "demo": demo.demo,
+}
+"""Each command's name and function, in the order `--help` lists them."""
+
+eval_command = eval.eval_command
+
+app = typer.Typer(
+    name="agent-env",
+    help="Tool-using LLM environments whose tools publish their full JSON Schema.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def agent_env() -> None:
+    """Tool-using LLM environments whose tools publish their full JSON Schema."""
+
+
+for _name, _command in COMMANDS.items():
+    app.command(_name)(_command)
+
+
+def main() -> None:
+    """The `agent-env` entry point."""
+    app()
