@@ -1,6 +1,6 @@
-"""`agent-env eval` on τ²-bench (`agent_env/cli.py`): the --user-* and --judge-* options as a user gives them,
-with or over `-c`, against scripted agent, user and judge servers; the default --max-turns; and what a run with the
-scripted user writes and says."""
+"""`agent-env eval` on τ²-bench (`agent_env/cli/eval.py`): the --user-* and --judge-* options as a user gives them,
+with or over `-c`, against scripted agent, user and judge servers; the default --max-turns; and what a run with
+the scripted user writes and says."""
 
 from __future__ import annotations
 

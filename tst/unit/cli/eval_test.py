@@ -1,5 +1,5 @@
-"""`agent-env eval` (`agent_env/cli.py`, `agent_env/evaluation/_views.py`, `_plot.py`): the command as a user runs
-it against the scripted server, and the API key it must never show."""
+"""`agent-env eval` (`agent_env/cli/eval.py`, `agent_env/evaluation/_views.py`, `_plot.py`): the command as a user
+runs it against the scripted server, and the API key it must never show."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""`agent-env serve tau2-mock` (`agent_env/cli.py`) as a user runs it: the real command in a process of its own on a
-free port, its simulated user configured with `-c`, and one whole episode played through `AgentEnv.connect`."""
+"""`agent-env serve tau2-mock` (`agent_env/cli/serve.py`) as a user runs it: the real command in a process of its
+own on a free port, its simulated user configured with `-c`, and one whole episode played through
+`AgentEnv.connect`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`agent-env serve` (`agent_env/cli.py` and `server/_serve.py`): a thin command, and no unauthenticated exposure."""
+"""`agent-env serve` (`agent_env/cli/serve.py` and `server/_serve.py`): a thin command, and no unauthenticated
+exposure."""
 
 from __future__ import annotations
 
