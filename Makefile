@@ -87,13 +87,13 @@ matrix: install mcp-servers
 	UV="$(UV)" $(RUN) python .ci/matrix.py $(ROWS)
 
 lint: install
-	$(RUN) ruff check agent_env tst bench examples .ci
-	$(RUN) ruff format --check agent_env tst bench examples .ci
+	$(RUN) ruff check agent_env testbed tst bench examples .ci
+	$(RUN) ruff format --check agent_env testbed tst bench examples .ci
 	$(RUN) mypy
 
 format: install
-	$(RUN) ruff format agent_env tst bench examples
-	$(RUN) ruff check --fix agent_env tst bench examples
+	$(RUN) ruff format agent_env testbed tst bench examples
+	$(RUN) ruff check --fix agent_env testbed tst bench examples
 
 # --no-sync: `uv run` would otherwise sync the dev group (torch and all) first.
 demo: $(VENV)/.demo-installed

@@ -6,7 +6,7 @@ import asyncio
 import sys
 from typing import Any
 
-from tst.unit.evaluation.scripted import Answer, ScriptedServer, call, completion, tool_results
+from testbed.scripted import Answer, ScriptedServer, call, completion, tool_results
 
 CURVE = {"hours": "HE19", "points": [[0, 40], [50, 41]]}
 PLAN = [

@@ -1,4 +1,4 @@
-"""Time tool calls with OpenEnv's own client; run by the python of an OpenEnv venv (tst/openenv/venvs.py), never by
+"""Time tool calls with OpenEnv's own client; run by the python of an OpenEnv venv (testbed/openenv_venvs.py), never by
 agent_env's: `python _openenv_calls.py BASE_URL ws|mcp TOOL ARGUMENTS_JSON ROW_JSON CALLS WARMUP`. Prints the
 seconds of each timed call as a JSON list.
 

@@ -78,18 +78,22 @@ def served(
 @contextlib.contextmanager
 def baseline(revision: str | None) -> Iterator[Path | None]:
     """A checkout of agent_env at git `revision` in a temporary folder (`git archive`, so no worktree is made), for
-    `served(source=...)`; None when `revision` is None."""
+    `served(source=...)`; None when `revision` is None. Beside it is this checkout's testbed/, so that both sides serve
+    the same test environments (`testbed.toy:ToyDesk`), and a revision from before testbed/ existed serves them too."""
     if revision is None:
         yield None
         return
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="agent-env-baseline-") as folder:
         archive = subprocess.run(
-            ["git", "-C", str(root), "archive", revision, "agent_env", "tst/__init__.py", "tst/data"],
+            ["git", "-C", str(root), "archive", revision, "agent_env"],
             capture_output=True,
             check=True,
         ).stdout
         subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+        shutil.copytree(
+            root / "testbed", Path(folder) / "testbed", ignore=shutil.ignore_patterns("__pycache__")
+        )
         yield Path(folder)
 
 

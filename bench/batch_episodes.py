@@ -80,7 +80,7 @@ def desk_episode(index: int, rows: list[dict[str, Any]]) -> Episode:
     return Episode({"task_id": rows[index % len(rows)]["task_id"]}, calls)
 
 
-ENVIRONMENTS = {"toy": "tst.data.toy:ToyDesk", "desk": "gridsim-desk"}
+ENVIRONMENTS = {"toy": "testbed.toy:ToyDesk", "desk": "gridsim-desk"}
 
 
 def episodes_of(kind: str, count: int) -> list[Episode]:

@@ -31,7 +31,7 @@ import psutil
 from agent_env import AgentEnv
 from agent_env.evaluation import Endpoint, evaluate
 from bench._eval_script import TURNS, desk_trader
-from tst.unit.evaluation.scripted import scripted
+from testbed.scripted import scripted
 
 TARGET_TURNS_PER_S = 200
 BASELINE_REQUESTS = 3000

@@ -3,7 +3,7 @@ live episode costs in server processes and memory.
 
 A stdio MCP episode runs on a server process of its own (`StdioServer`), started ahead of time by the pool (`warm`
 spares) or, past them, when its `reset` asks; `shared=True` keeps one process for every episode. The server here is
-`tst/mcp/servers/scripted.py` (the official MCP SDK's low-level server over stdio, a real process), with
+`testbed/scripted_mcp.py` (the official MCP SDK's low-level server over stdio, a real process), with
 `--start-delay` standing for a slower server (a Node.js one takes about 0.3-1 s to start; a browser much more).
 `THREADS` rollout threads each play `ROUNDS` episodes one after another (reset, 3 tool calls, the reward), as TRL's
 rollouts reuse their environments step after step. Printed for each setting: episodes per second, the median
@@ -26,7 +26,7 @@ from agent_env import AgentEnv
 from agent_env.mcp import StdioServer
 from agent_env.mcp._supervisor import OWNER_MARK, marked_processes, owner_mark
 
-SCRIPTED = Path(__file__).resolve().parents[1] / "tst" / "mcp" / "servers" / "scripted.py"
+SCRIPTED = Path(__file__).resolve().parents[1] / "testbed" / "scripted_mcp.py"
 THREADS, ROUNDS = 8, 3
 MIB = 1024 * 1024
 

@@ -1,15 +1,15 @@
 """Per-call latency over OpenEnv's /ws in each direction, next to the MCP path and in process.
 
 One small tool call, made one after another on one episode, timed by the caller:
-- an agent_env server (`tst.data.toy:ToyDesk`'s `battery_status`, served with the OpenEnv surface at /openenv) through
+- an agent_env server (`testbed.toy:ToyDesk`'s `battery_status`, served with the OpenEnv surface at /openenv) through
   the control API (`AgentEnv.connect`), MCP (the official SDK's client), OpenEnv's /ws with agent_env's client
   (`AgentEnv.openenv`), and with OpenEnv 0.10.0's own clients: `GenericEnvClient` over /ws, and `MCPToolClient`,
   which calls over OpenEnv's POST /mcp dialect;
-- OpenEnv 0.10.0's real server (tst/openenv/ledger.py's `place_orders`, one order) through OpenEnv's /ws with
+- OpenEnv 0.10.0's real server (testbed/openenv_ledger.py's `place_orders`, one order) through OpenEnv's /ws with
   OpenEnv's `GenericEnvClient` and with agent_env's client;
 - in process (`LocalSession.call_tool`), the baseline every row is divided by.
-OpenEnv's clients run in their own venv (tst/openenv/venvs.py, built on first use); the servers are subprocesses on
-loopback. Prints median and 90th-percentile milliseconds, and ratios measured in this run.
+OpenEnv's clients run in their own venv (testbed/openenv_venvs.py, built on first use); the servers are subprocesses
+on loopback. Prints median and 90th-percentile milliseconds, and ratios measured in this run.
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ from typing import Any
 
 from agent_env import AgentEnv, LocalSession
 from bench._served import served
-from tst.data.toy import ToyDesk
-from tst.openenv import venvs
-from tst.openenv.fixtures import HERE, LEDGER_SESSIONS, Server, free_port
+from testbed import openenv_venvs as venvs
+from testbed.toy import ToyDesk
 
 CALLS = 300
 WARMUP = 30
@@ -110,7 +109,7 @@ def main() -> None:
         python = None
         print(f"(OpenEnv's own clients and server left out: {error})")
     rows: dict[str, list[float]] = {"in process (LocalSession)": in_process()}
-    with served("tst.data.toy:ToyDesk", openenv_prefix="/openenv") as (url, _):
+    with served("testbed.toy:ToyDesk", openenv_prefix="/openenv") as (url, _):
         rows["agent_env server, control API (AgentEnv.connect)"] = over_session(
             AgentEnv.connect(url), "battery_status", {}
         )
@@ -127,10 +126,8 @@ def main() -> None:
                 python, base, "mcp", "battery_status", {}
             )
     if python is not None:
-        port = free_port()
-        command = [str(python), str(HERE / "ledger.py"), str(port), str(LEDGER_SESSIONS)]
         log = Path(tempfile.mkstemp(suffix=".log")[1])
-        ledger = Server("OpenEnv 0.10.0's server", command, f"http://127.0.0.1:{port}", log)
+        ledger = venvs.ledger(python, "OpenEnv 0.10.0's server", log)
         try:
             url = ledger.url()
             rows["OpenEnv server, OpenEnv /ws (OpenEnv GenericEnvClient)"] = openenv_client(

@@ -63,7 +63,7 @@ class Workload:
 
 
 def small_workload() -> Workload:
-    return Workload("tst.data.toy:ToyDesk", [{"task": "bench"}], [("battery_status", {})])
+    return Workload("testbed.toy:ToyDesk", [{"task": "bench"}], [("battery_status", {})])
 
 
 def desk_workload() -> Workload | None:

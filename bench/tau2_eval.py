@@ -20,7 +20,7 @@ from typing import Any
 
 from agent_env import AgentEnv
 from agent_env.evaluation import Endpoint, evaluate
-from tst.unit.evaluation.scripted import Answer, call, completion, scripted
+from testbed.scripted import Answer, call, completion, scripted
 
 
 def agent(body: dict[str, Any], headers: dict[str, str]) -> Answer:

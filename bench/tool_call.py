@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_env import Environment, LocalProvider, tool
 from agent_env.training import EnvironmentFactory
-from tst.data.toy import ASOffer, Curve, ToyDesk
+from testbed.toy import ASOffer, Curve, ToyDesk
 
 ARGUMENTS: dict[str, Any] = {
     "curves": [{"hours": f"HE{h:02d}", "points": [[-50, 10], [0, 30], [50, 60]]} for h in (1, 6, 12, 18, 22)],

@@ -1,6 +1,6 @@
 """The providers the session contract runs against: each is one fixture named `<kind>_provider`, listed in PROVIDERS.
 
-To add a provider, write a fixture that yields a `Provider` of `tst.data.toy.ToyDesk` (with its defaults) and add
+To add a provider, write a fixture that yields a `Provider` of `testbed.toy.ToyDesk` (with its defaults) and add
 its kind to PROVIDERS; every contract test then runs against it too.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from agent_env.session import LocalProvider, Provider
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 
 PROVIDERS = ["local", "served", "ray", "openenv"]
 

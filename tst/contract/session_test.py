@@ -25,8 +25,8 @@ from agent_env.schema import fingerprint
 from agent_env.server.errors import DatasetNotFoundError, ServerError
 from agent_env.session import Provider, Session
 from agent_env.training.trl import environment_class
+from testbed.toy import ToyDesk
 from tst.data.authoring import NOT_AN_OBJECT
-from tst.data.toy import ToyDesk
 
 WITHOUT_DATASETS = {"openenv"}
 """Providers whose wire carries no datasets (OpenEnv's /ws): their `dataset_rows` says so instead."""

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent_env.training._render_check import expected_rendering, tojson
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 from tst.hosts.cluster import START_TIMEOUT, RayHosts, ray_start
 from tst.hosts.figures import percentiles, seconds, spread, took
 from tst.hosts.processes import network_namespace_of

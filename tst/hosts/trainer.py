@@ -193,7 +193,7 @@ def grpo_step(address: str, resources: dict[str, float]) -> dict[str, Any]:
     tokenizer = AutoTokenizer.from_pretrained(qwen3_tokenizer_folder())
     tokenizer.chat_template = load_template("qwen3")
     env = AgentEnv.ray(
-        "tst.data.toy:ToyDesk", actors=2, pool="grpo", address=address,
+        "testbed.toy:ToyDesk", actors=2, pool="grpo", address=address,
         actor_options={"num_cpus": 0, "resources": resources},
     )  # fmt: skip
     PROVIDERS["grpo"] = env.provider
@@ -220,7 +220,7 @@ def grpo_step(address: str, resources: dict[str, float]) -> dict[str, Any]:
 
 def _scripted_reply(index: int, prompt: str) -> str:
     """The "model": a valid tool call in even rollouts, a malformed one in odd ones, then it ends its turn."""
-    from tst.data.toy import MALFORMED, VALID
+    from testbed.toy import MALFORMED, VALID
 
     if "<tool_response>" in prompt:
         return "Done.<|im_end|>"

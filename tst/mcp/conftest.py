@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 INSTALLED = ROOT / ".cache" / "mcp-servers"
 NODE = shutil.which("node") or str(INSTALLED / "python" / "bin" / "node")
 """Node.js: on PATH, or the one `make mcp-servers` installs from PyPI where there is none."""
-SCRIPTED = Path(__file__).resolve().parent / "servers" / "scripted.py"
+SCRIPTED = ROOT / "testbed" / "scripted_mcp.py"
 EXAMPLES = ROOT / "examples"
 
 
@@ -43,7 +43,7 @@ def python_server(command: str) -> str:
 
 
 def scripted(*options: str) -> list[str]:
-    """The command of the scripted SDK server (`servers/scripted.py`) with `options`."""
+    """The command of the scripted SDK server (testbed/scripted_mcp.py) with `options`."""
     return [sys.executable, str(SCRIPTED), *options]
 
 

@@ -16,9 +16,9 @@ from agent_env.cli import app
 from agent_env.evaluation import Endpoint, evaluate
 from agent_env.evaluation._arms import lossy_arm
 from agent_env.mcp import MCPEnvironment, StdioServer
+from testbed.scripted import Answer, call, completion, scripted, tool_results
 from tst.mcp.conftest import EXAMPLES, NODE, node_server, servers_left, wait_until
 from tst.mcp.conftest import scripted as scripted_server
-from tst.unit.evaluation.scripted import Answer, call, completion, scripted, tool_results
 
 sys.path.insert(0, str(EXAMPLES))
 import knowledge_graph

@@ -8,7 +8,7 @@ import pytest
 
 from agent_env import LocalSession
 from agent_env.openenv import _wire as wire
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 from tst.openenv.fixtures import VERSIONS, OpenEnvTier
 
 each_version = pytest.mark.parametrize("version", VERSIONS)

@@ -1,7 +1,7 @@
 """Drive an agent_env server's OpenEnv surface with OpenEnv's own clients, and print what they saw as one JSON line.
 
-Run by the python of an OpenEnv venv (tst/openenv/venvs.py), never by agent_env's:
-`python drive.py BASE_URL MAX_SESSIONS [TOKEN]`, against `agent-env serve tst.data.toy:ToyDesk --openenv` (the
+Run by the python of an OpenEnv venv (testbed/openenv_venvs.py), never by agent_env's:
+`python drive.py BASE_URL MAX_SESSIONS [TOKEN]`, against `agent-env serve testbed.toy:ToyDesk --openenv` (the
 desk-shaped toy: `submit_offers` with nested curves, an async `write_note`, a reward of the curves booked over 10).
 Each scenario records what the client returned or raised; the tests compare it with what agent_env does in process.
 """
@@ -18,8 +18,8 @@ from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
 
-# ToyDesk's calls, from the file tst/data/toy.py reads them from too: this script runs where agent_env is not installed.
-CALLS = json.loads((Path(__file__).parents[1] / "data" / "toy_calls.json").read_text())
+# ToyDesk's calls, from the file testbed/toy.py reads them from too: this script runs where agent_env is not installed.
+CALLS = json.loads((Path(__file__).parents[2] / "testbed" / "toy_calls.json").read_text())
 VALID, MALFORMED = CALLS["valid"], CALLS["malformed"]
 
 

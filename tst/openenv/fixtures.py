@@ -2,87 +2,35 @@
 OpenEnv's real clients saw there; loaded for every tier by tst/conftest.py, started only when a test asks for it.
 
 Everything that takes time starts at once and is waited for only when a test needs it: both venvs are built (or
-taken from the cache), then OpenEnv's server for each version starts on tst/openenv/ledger.py, `agent-env serve
---openenv` starts twice (without a token for openenv-core 0.3.0, whose clients cannot send one; with one for openenv
-0.10.0), and each version's clients drive the agent_env server in a subprocess (tst/openenv/drive.py). Ports are
-free ones picked at start, servers are polled on `/health`, and every process is stopped by its own handle. The
-tier skips, saying why, only when the package index cannot be reached to build a venv that is not cached.
+taken from the cache, testbed/openenv_venvs.py), then OpenEnv's server for each version starts on
+testbed/openenv_ledger.py, `agent-env serve --openenv` starts twice (without a token for openenv-core 0.3.0, whose
+clients cannot send one; with one for openenv 0.10.0), and each version's clients drive the agent_env server in a
+subprocess (tst/openenv/drive.py). Ports are free ones picked at start, servers are polled on `/health`, and every
+process is stopped by its own handle (testbed/processes.py). The tier skips, saying why, only when the package index
+cannot be reached to build a venv that is not cached.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tst.openenv import venvs
+from testbed import openenv_venvs as venvs
+from testbed.processes import STARTUP_SECONDS, Process, Server, free_port
 
 HERE = Path(__file__).resolve().parent
 VERSIONS = tuple(venvs.SPECS)
 TOKEN = "openenv-tier-token"
-LEDGER_SESSIONS = 4
-"""The ledger servers' `max_concurrent_envs`."""
 AGENT_ENV_EPISODES = 2
 """The agent_env servers' `--max-episodes`."""
-STARTUP_SECONDS = 300.0
-"""How long a server may take to answer /health: importing openenv 0.10.0 (gradio, fastmcp) takes 20-35 s on an idle
-2-core machine, and the tier shares the machine with the rest of the suite."""
-
-
-class Process:
-    """A subprocess whose output goes to a log file; stopped by its own handle."""
-
-    def __init__(self, name: str, command: list[str], log: Path, **options: Any) -> None:
-        self.name = name
-        self.log = log
-        with log.open("wb") as output:
-            self.popen = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, **options)
-
-    def failed(self, why: str) -> RuntimeError:
-        tail = self.log.read_text(errors="replace")[-3000:]
-        return RuntimeError(f"{self.name} {why}; its output ends:\n{tail}")
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-
-
-class Server(Process):
-    """A server on a free loopback port; `url()` waits until it answers `{base}/health`."""
-
-    def __init__(self, name: str, command: list[str], base: str, log: Path, **options: Any) -> None:
-        super().__init__(name, command, log, **options)
-        self.base = base
-        self._ready = False
-
-    def url(self) -> str:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while not self._ready:
-            with contextlib.suppress(httpx.TransportError):
-                self._ready = httpx.get(f"{self.base}/health", timeout=2).status_code == 200
-            if not self._ready:
-                if self.popen.poll() is not None:
-                    raise self.failed(f"exited with {self.popen.returncode} before answering /health")
-                if time.monotonic() > deadline:
-                    raise self.failed(f"did not answer /health within {STARTUP_SECONDS:g} s")
-                time.sleep(0.2)
-        return self.base
 
 
 class OpenEnvTier:
@@ -124,23 +72,15 @@ class OpenEnvTier:
             process.stop()
 
     def _ledger(self, version: str) -> Server:
-        port = free_port()
-        command = [str(self.pythons[version]), str(HERE / "ledger.py"), str(port), str(LEDGER_SESSIONS)]
-        return self._start(
-            Server(
-                f"OpenEnv {version}'s server",
-                command,
-                f"http://127.0.0.1:{port}",
-                self._log(f"ledger-{version}"),
-            )
-        )
+        name, log = f"OpenEnv {version}'s server", self._log(f"ledger-{version}")
+        return self._start(venvs.ledger(self.pythons[version], name, log))
 
     def _agent_env(self, version: str) -> Server:
         port = free_port()
         command = [
             str(Path(sys.executable).parent / "agent-env"),
             "serve",
-            "tst.data.toy:ToyDesk",
+            "testbed.toy:ToyDesk",
             "--port",
             str(port),
             "--openenv",
@@ -182,13 +122,6 @@ class OpenEnvTier:
     def token(version: str) -> str | None:
         """The agent_env server's token for a version's clients (openenv-core 0.3.0's clients send no headers)."""
         return TOKEN if version != "0.3.0" else None
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """agent_env's OpenEnv provider on OpenEnv's real servers (openenv-core 0.3.0 and openenv 0.10.0, each serving
-tst/openenv/ledger.py): the full nested schemas, calls validated before they leave, the server's errors and reward,
-and its capacity."""
+testbed/openenv_ledger.py): the full nested schemas, calls validated before they leave, the server's errors and
+reward, and its capacity."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from agent_env import AgentEnv, Environment
 from agent_env.errors import EpisodeEndedError, ToolArgumentError, ToolError
 from agent_env.openenv import OpenEnvSession
 from agent_env.server.errors import TooManyEpisodesError
-from tst.openenv.fixtures import LEDGER_SESSIONS, VERSIONS
+from testbed.openenv_venvs import LEDGER_SESSIONS
+from tst.openenv.fixtures import VERSIONS
 from tst.unit.openenv.client_test import PLACE_ORDERS_SCHEMA
 
 pytestmark = pytest.mark.parametrize("version", VERSIONS)

@@ -18,7 +18,7 @@ def test_the_ray_layer_at_work_imports_only_what_the_ray_extra_declares(ray_clus
     code = textwrap.dedent(
         f"""
         from agent_env import AgentEnv
-        from tst.data.toy import ToyDesk
+        from testbed.toy import ToyDesk
         env = AgentEnv.ray(ToyDesk, actors=1, pool="imports", address={ray_cluster!r})
         session = env.open()
         assert session.reset() and session.call_tool("battery_status", {{}})

@@ -8,7 +8,7 @@ import json
 
 from agent_env import AgentEnv, LocalSession
 from agent_env.evaluation import ToolCall, run_call
-from tst.data.toy import MALFORMED, VALID, ToyDesk
+from testbed.toy import MALFORMED, VALID, ToyDesk
 from tst.trl.conftest import grpo_config
 
 DECREASING = {"curves": [{"hours": "HE07", "points": [[0, 50], [10, 40]]}]}

@@ -20,7 +20,7 @@ from agent_env import AgentEnv
 from agent_env.training.families import family_of
 from agent_env.training.fidelity import tool_part
 from agent_env.training.templates import from_processing_class
-from tst.data.toy import MALFORMED, VALID, ToyDesk
+from testbed.toy import MALFORMED, VALID, ToyDesk
 from tst.trl.conftest import Script, family_tokenizer, grpo_config
 
 

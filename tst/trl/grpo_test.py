@@ -12,7 +12,7 @@ import pytest
 from agent_env import AgentEnv, Environment
 from agent_env.training import SchemaTool
 from agent_env.training._render_check import expected_rendering, tojson
-from tst.data.toy import MALFORMED, VALID, ToyDesk
+from testbed.toy import MALFORMED, VALID, ToyDesk
 from tst.trl.conftest import async_rollout_loop, grpo_config
 
 

@@ -1,6 +1,6 @@
 """A real GRPOTrainer step on an OpenEnv environment: `AgentEnv.openenv(url).factory` against OpenEnv's real server.
 
-The server is openenv 0.10.0 serving tst/openenv/ledger.py in its own venv (the OpenEnv tier's fixture). The prompt
+The server is openenv 0.10.0 serving testbed/openenv_ledger.py in its own venv (the OpenEnv tier's fixture). The prompt
 shows the ledger's full nested schema as agent_env publishes it, a scripted call reaches the server (a malformed
 one is refused in the trainer's process and never sent), and the reward OpenEnv's environment returned with
 `done: true` is the one TRL logs.

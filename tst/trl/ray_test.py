@@ -17,7 +17,7 @@ from agent_env.errors import ToolArgumentError
 from agent_env.session import LocalSession
 from agent_env.training import SchemaTool
 from agent_env.training._render_check import expected_rendering, tojson
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 from tst.trl.conftest import async_rollout_loop, grpo_config
 from tst.trl.grpo_test import MALFORMED, VALID
 

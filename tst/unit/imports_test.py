@@ -93,7 +93,7 @@ def test_the_training_layer_at_work_imports_only_what_the_trl_extra_declares():
         """
         from agent_env import LocalProvider
         from agent_env.training import EnvironmentFactory
-        from tst.data.toy import ToyDesk
+        from testbed.toy import ToyDesk
         EnvironmentFactory(LocalProvider(ToyDesk))().reset()
         """
     )
@@ -148,7 +148,7 @@ def test_the_server_layer_at_work_imports_only_what_the_server_extra_declares():
         """
         import asyncio, httpx
         from agent_env.server import build_app
-        from tst.data.toy import ToyDesk
+        from testbed.toy import ToyDesk
         app = build_app(ToyDesk)
         async def main():
             async with app.router.lifespan_context(app):
@@ -172,7 +172,7 @@ def test_the_openenv_layer_at_work_imports_only_what_the_server_extra_declares()
         from agent_env import AgentEnv
         from agent_env.openenv import OpenEnvProvider, OpenEnvSurface
         from agent_env.server import build_app
-        from tst.data.toy import ToyDesk
+        from testbed.toy import ToyDesk
         from tst.unit.openenv.transports import InProcess
         with TestClient(build_app(ToyDesk, surfaces=[OpenEnvSurface()])) as client:
             transport = InProcess(client)
@@ -208,8 +208,8 @@ def test_the_evaluation_layer_at_work_imports_only_what_the_eval_extra_declares(
         import tempfile, pathlib
         from agent_env import AgentEnv
         from agent_env.evaluation import Endpoint, evaluate
-        from tst.data.toy import ToyDesk
-        from tst.unit.evaluation.scripted import scripted, toy_policy
+        from testbed.toy import ToyDesk
+        from testbed.scripted import scripted, toy_policy
         with scripted(toy_policy) as server, tempfile.TemporaryDirectory() as folder:
             report = evaluate(AgentEnv.local(ToyDesk), Endpoint(server.url), out=pathlib.Path(folder) / "r.jsonl")
             assert report.summaries[0].reward.n == 4

@@ -24,8 +24,8 @@ from agent_env import (
 )
 from agent_env.errors import RewardError, UnscoredEpisodeError
 from agent_env.schema._describe import short
+from testbed.toy import ToyDesk
 from tst.data.authoring import NOT_AN_OBJECT
-from tst.data.toy import ToyDesk
 
 CURVE = {"hours": "HE07-HE10", "points": [[-50, 20], [50, 40]]}
 

@@ -11,8 +11,8 @@ from pydantic import AliasChoices, Field
 
 from agent_env import Environment, LocalSession, ToolArgumentError, ToolDefinitionError, tool
 from agent_env.envs import ENVIRONMENTS, load_environment
+from testbed.toy import ToyDesk
 from tst.data.authoring import MISSPELT_KEYS, Booking
-from tst.data.toy import ToyDesk
 
 
 class Episodic(Environment):

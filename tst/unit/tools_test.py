@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from agent_env import Environment, Tool, ToolArgumentError, ToolDefinitionError, tool
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 
 
 def define(**methods: Any) -> type[Environment]:

@@ -13,7 +13,7 @@ import pytest
 from agent_env import AgentEnv
 from agent_env.training.templates import shipped_template_names
 
-SCRIPTED = Path(__file__).resolve().parents[2] / "mcp" / "servers" / "scripted.py"
+SCRIPTED = Path(__file__).resolve().parents[3] / "testbed" / "scripted_mcp.py"
 
 EXACT = [  # every template that wrote the published JSON before lowering existed, and still must
     "qwen2_5", "qwen3", "qwen3_5_nothink", "qwen3_5_think", "qwen3_6", "qwen3_8", "qwen3_instruct_2507", "qwen3_vl",

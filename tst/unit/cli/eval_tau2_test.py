@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from agent_env import AgentEnv
 from agent_env.cli import app
 from agent_env.evaluation._episode import DEFAULT_MAX_TURNS, USER_MAX_TURNS
-from tst.unit.evaluation.scripted import Answer, call, completion, scripted
+from testbed.scripted import Answer, call, completion, scripted
 from tst.unit.evaluation.user_protocol_test import CREATE, agent_that, user_that_stops
 
 
@@ -123,7 +123,7 @@ def test_max_turns_defaults_to_the_user_protocols_and_the_help_says_so(tmp_path)
     with scripted(creates_then_says_done) as model:
         result = invoke("tau2-mock", "--split", "base", "--episodes", "1", "--base-url", model.url,
                         "--out", str(tmp_path / "u.jsonl"))  # fmt: skip
-        toy = invoke("tst.data.toy:ToyDesk", "--episodes", "1", "--base-url", model.url,
+        toy = invoke("testbed.toy:ToyDesk", "--episodes", "1", "--base-url", model.url,
                      "--out", str(tmp_path / "t.jsonl"))  # fmt: skip
     assert result.exit_code == 0 and toy.exit_code in (0, 1), result.output + toy.output
     assert json.loads((tmp_path / "u.jsonl").read_text().splitlines()[0])["max_turns"] == USER_MAX_TURNS

@@ -15,12 +15,12 @@ from typer.testing import CliRunner
 
 from agent_env.cli import app, eval_command
 from agent_env.evaluation import DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, ChatClient, Endpoint
-from tst.data.toy import ToyDesk
+from testbed.scripted import Answer, call, completion, scripted, tool_results, toy_policy
+from testbed.toy import ToyDesk
 from tst.support import trl_refusal_of
-from tst.unit.evaluation.scripted import Answer, call, completion, scripted, tool_results, toy_policy
 
 SECRET = "sk-test-5ecret-key-that-must-never-show"
-TOY = "tst.data.toy:ToyDesk"
+TOY = "testbed.toy:ToyDesk"
 
 
 def invoke(*arguments: str, key: str | None = SECRET) -> Any:
@@ -180,8 +180,8 @@ def test_a_placeholder_key_is_cut_from_the_servers_text_only_and_the_run_resumes
 
 
 def test_the_recovery_rate_says_it_counts_every_failed_call_as_the_readme_does(tmp_path):
-    from tst.data.toy import MALFORMED, VALID
-    from tst.unit.evaluation.scripted import call, tool_results
+    from testbed.scripted import call, tool_results
+    from testbed.toy import MALFORMED, VALID
 
     def recovering(body: dict[str, Any], headers: dict[str, str]) -> Answer:
         arguments = [MALFORMED, VALID][min(len(tool_results(body)), 1)]

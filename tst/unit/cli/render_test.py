@@ -64,7 +64,7 @@ def test_a_template_file_renders(invoke, tmp_path):
     template.write_text(
         "{% for t in tools %}TOOL {{ t.function.name }}\n{% endfor %}{{ messages[0].content }}"
     )
-    result = invoke("render", "tst.data.toy:ToyDesk", "--template", str(template))
+    result = invoke("render", "testbed.toy:ToyDesk", "--template", str(template))
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         "TOOL battery_status", "TOOL end_turn", "TOOL submit_offers", "TOOL write_note",

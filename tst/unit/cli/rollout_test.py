@@ -38,7 +38,7 @@ def test_each_episode_is_scored_by_the_environment_as_its_offers_settle():
 
 
 def test_other_environments_have_no_policies(invoke):
-    result = invoke("rollout", "tst.data.toy:ToyDesk")
+    result = invoke("rollout", "testbed.toy:ToyDesk")
     assert result.exit_code == 2
     assert "agent-env rollout: no baseline policies exist for ToyDesk" in result.stderr
 

@@ -16,7 +16,7 @@ import pytest
 
 from agent_env import AgentEnv
 from agent_env.users import USER_CHANNEL
-from tst.unit.evaluation.scripted import scripted
+from testbed.scripted import scripted
 from tst.unit.evaluation.user_protocol_test import user_that_stops
 
 

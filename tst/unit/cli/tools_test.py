@@ -8,7 +8,7 @@ import logging
 from agent_env import AgentEnv
 from agent_env.schema import fingerprint
 from agent_env.server import build_app
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 from tst.unit.server.running import running
 
 
@@ -35,7 +35,7 @@ def test_the_json_listing_carries_the_tool_set_fingerprint_the_factory_logs(invo
 
 
 def test_a_class_reference_and_a_served_url_list_the_same_tools(invoke):
-    local = json.loads(invoke("tools", "tst.data.toy:ToyDesk", "--json").stdout)
+    local = json.loads(invoke("tools", "testbed.toy:ToyDesk", "--json").stdout)
     assert [tool["name"] for tool in local["tools"]] == [tool["name"] for tool in ToyDesk.tools.published]
     with running(build_app(ToyDesk)) as url:
         served = json.loads(invoke("tools", url, "--json").stdout)

@@ -10,7 +10,7 @@ import pytest
 
 from agent_env import Environment, LocalSession, tool
 from agent_env.evaluation._calls import ToolCall, decode_arguments, run_call
-from tst.data.toy import MALFORMED, VALID, ToyDesk
+from testbed.toy import MALFORMED, VALID, ToyDesk
 
 SCHEMAS = {name: found.input_schema for name, found in ToyDesk.tools.items()}
 

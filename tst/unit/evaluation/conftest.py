@@ -10,7 +10,7 @@ import pytest
 
 from agent_env import AgentEnv
 from agent_env.evaluation import Endpoint, Report, evaluate
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 
 
 @pytest.fixture

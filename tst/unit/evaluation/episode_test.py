@@ -9,8 +9,8 @@ import pytest
 
 from agent_env import AgentEnv, Environment, tool
 from agent_env.evaluation import Sampling
-from tst.data.toy import MALFORMED, VALID, ToyDesk
-from tst.unit.evaluation.scripted import Answer, call, completion, scripted, tool_results, toy_policy
+from testbed.scripted import Answer, call, completion, scripted, tool_results, toy_policy
+from testbed.toy import MALFORMED, VALID, ToyDesk
 
 
 def replies(*answers: Answer) -> Any:

@@ -6,7 +6,7 @@ import pytest
 
 from agent_env import ToolArgumentError
 from agent_env.evaluation._messages import tool_message, tool_text, unknown_tool, unreadable_arguments
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 
 
 def test_a_result_reads_as_its_text_and_anything_else_as_str():

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent_env.evaluation import RunFileError
-from tst.unit.evaluation.scripted import Answer, scripted, toy_policy
+from testbed.scripted import Answer, scripted, toy_policy
 
 
 def lines(path: Any) -> list[dict[str, Any]]:

@@ -15,9 +15,9 @@ from agent_env.evaluation._arms import lossy_arm
 from agent_env.training._render_check import plan_tools
 from agent_env.training.families import family_of
 from agent_env.training.templates import resolve_template
-from tst.data.toy import MALFORMED, ToyDesk
+from testbed.scripted import Answer, call, completion, scripted, tool_results, toy_policy
+from testbed.toy import MALFORMED, ToyDesk
 from tst.support import trl_refusal_of
-from tst.unit.evaluation.scripted import Answer, call, completion, scripted, tool_results, toy_policy
 from tst.unit.server.running import running
 
 

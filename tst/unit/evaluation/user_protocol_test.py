@@ -15,7 +15,7 @@ import pytest
 from agent_env import AgentEnv
 from agent_env.evaluation import Endpoint, Report, evaluate
 from agent_env.evaluation._episode import USER_MAX_TURNS
-from tst.unit.evaluation.scripted import Answer, call, completion, scripted
+from testbed.scripted import Answer, call, completion, scripted
 
 FAST = {"backoff": 0.001, "max_backoff": 0.01}
 CREATE = call("create_task", {"user_id": "user_1", "title": "Important Meeting"})

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent_env.evaluation import EndpointError
-from tst.unit.evaluation.scripted import Answer, completion, scripted, toy_policy
+from testbed.scripted import Answer, completion, scripted, toy_policy
 
 
 def faulty(position: int, faults: list[Answer]) -> Any:

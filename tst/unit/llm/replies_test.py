@@ -8,7 +8,7 @@ from typing import Any
 from openai.types.chat import ChatCompletion
 
 from agent_env.llm import ToolCall, reply_of
-from tst.unit.evaluation.scripted import completion
+from testbed.scripted import completion
 
 
 def read(body: dict[str, Any]) -> Any:

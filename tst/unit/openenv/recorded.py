@@ -1,5 +1,5 @@
 """Frames recorded from OpenEnv's real servers (openenv-core 0.3.0 with fastmcp 4, openenv 0.10.0 with fastmcp 3)
-serving tst/openenv/ledger.py, each the answer to the message named: a list_tools step, a reset with
+serving testbed/openenv_ledger.py, each the answer to the message named: a list_tools step, a reset with
 `{"target": 3}`, `place_orders` with one buy of 3, `place_orders` with no orders (the tool raises), and `submit`
 with a total of 3 (which ends the episode with reward 1.0).
 """

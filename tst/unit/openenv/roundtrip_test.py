@@ -17,7 +17,7 @@ from agent_env.openenv import OpenEnvSurface
 from agent_env.openenv.client import OpenEnvProvider
 from agent_env.server.app import build_app
 from agent_env.server.errors import EpisodeNotFoundError, ServerUnavailableError, UnauthorizedError
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 from tst.unit.server.running import running
 
 from .transports import InProcess

@@ -6,7 +6,7 @@ import pytest
 
 from agent_env.envs import load_environment
 from agent_env.schema._gaps import gaps
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 from tst.data.vague import Vague
 
 

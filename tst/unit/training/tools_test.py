@@ -16,7 +16,7 @@ from transformers.utils.chat_template_utils import DocstringParsingException
 from agent_env import LocalSession, ToolArgumentError
 from agent_env.training import AsyncSchemaTool, SchemaTool
 from agent_env.training._render_check import render_tools, tojson
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 from tst.support import qwen3_tokenizer
 
 PUBLISHED = ToyDesk.tools["submit_offers"].published()

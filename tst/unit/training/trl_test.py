@@ -28,8 +28,8 @@ from agent_env.training._render_check import (
 from agent_env.training.rendering import render
 from agent_env.training.templates import ChatTemplate, load_template
 from agent_env.training.trl import own_paragraph
+from testbed.toy import ToyDesk
 from tst.data.families import Notes
-from tst.data.toy import ToyDesk
 from tst.data.vague import Vague, VagueServer
 
 CURVE = {"hours": "HE07", "points": [[0, 10], [50, 30]]}
@@ -367,7 +367,7 @@ def test_without_trl_loaded_the_default_check_does_not_warn_about_the_template(m
 PLAIN_SCRIPT = """
 from agent_env import LocalProvider
 from agent_env.training import EnvironmentFactory
-from tst.data.toy import ToyDesk
+from testbed.toy import ToyDesk
 
 factory = EnvironmentFactory(LocalProvider(ToyDesk), chat_template={template!r})
 factory()

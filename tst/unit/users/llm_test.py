@@ -1,5 +1,5 @@
 """`agent_env/users/_llm.py`: a user played by a model behind an OpenAI-compatible endpoint (the scripted server of
-tst/unit/evaluation/scripted.py, on a real socket): what it is told, how its endpoint's faults are counted, and that a
+testbed/scripted.py, on a real socket): what it is told, how its endpoint's faults are counted, and that a
 fault it cannot get past ends the episode unscored."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from agent_env.errors import InfrastructureFailedError, UserEndpointError
 from agent_env.llm import Endpoint, Sampling
 from agent_env.training.trl import environment_class
 from agent_env.users import GREETING, USER_CHANNEL, Chat, ChatMessage, LLMUser, Scenario
-from tst.unit.evaluation.scripted import Answer, call, completion, scripted
+from testbed.scripted import Answer, call, completion, scripted
 from tst.unit.users.channel_test import Helpdesk
 
 SCENARIO = Scenario("You want to cancel reservation EHGLP3.", persona="Terse and polite.")

@@ -15,7 +15,7 @@ from agent_env import AgentEnv
 from agent_env.envs.tau2.judge import verdicts
 from agent_env.errors import InfrastructureFailedError, JudgeEndpointError
 from agent_env.users import USER_CHANNEL
-from tst.unit.evaluation.scripted import Answer, completion, scripted
+from testbed.scripted import Answer, completion, scripted
 
 FAST = {"backoff": 0.001, "max_backoff": 0.01, "timeout": 5.0}
 

@@ -1,8 +1,8 @@
 """A real MCP server (the official SDK's low-level `Server`, over stdio) that misbehaves on request, for the faults and
 features no third-party server here shows: a score tool, process state, hangs, exits, junk on stdout, paginated
-and changing tool lists, and tools agent_env cannot publish.
+and changing tool lists, and tools agent_env cannot publish; for tst/mcp and bench/mcp_batch.py.
 
-Usage: python scripted.py [--pages N] [--tools-from FILE] [--junk banner|mangle] [--unpublishable] [--crash-on-start]
+Usage: python scripted_mcp.py [--pages N] [--tools-from FILE] [--junk banner|mangle] [--unpublishable] [--crash-on-start]
        [--start-delay SECONDS] [--child] [--stubborn]
 """
 

@@ -1,4 +1,5 @@
-"""OpenEnv's real packages, each in its own venv built with uv from PyPI and cached across runs under `.cache/`.
+"""OpenEnv's real packages, each in its own venv built with uv from PyPI and cached across runs under `.cache/`, and
+OpenEnv's real server run by one of them on our ledger environment (openenv_ledger.py).
 
 Current OpenEnv (`openenv` 0.4.2 to 0.10.0) pins `fastmcp<4`, hence `mcp<2`, and cannot be installed beside
 agent_env's mcp 2.x; `openenv-core` and `openenv` install the same `openenv` module. So each version gets a venv of
@@ -23,7 +24,9 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from testbed.processes import Server, free_port
+
+ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "openenv"
 EXCLUDE_NEWER = "2026-11-29T00:00:00Z"
 IMPORTS = "import openenv.core.env_server.http_server, openenv.core.mcp_client, openenv.core.generic_client"
@@ -45,6 +48,11 @@ SPECS = {
     "0.10.0": Spec(with_deps=("openenv==0.10.0",)),
 }
 """The OpenEnv versions the tests run, by version."""
+
+
+LEDGER = Path(__file__).with_name("openenv_ledger.py")
+LEDGER_SESSIONS = 4
+"""The ledger servers' `max_concurrent_envs`."""
 
 
 class PyPIUnreachableError(RuntimeError):
@@ -70,6 +78,14 @@ def python(version: str) -> Path:
             _build(folder, spec)
             (folder / "ready").write_text(f"{version}\n")
     return interpreter
+
+
+def ledger(python: Path, name: str, log: Path) -> Server:
+    """OpenEnv's real server on openenv_ledger.py, started by an OpenEnv venv's `python` on a free port; `url()`
+    waits for it."""
+    port = free_port()
+    command = [str(python), str(LEDGER), str(port), str(LEDGER_SESSIONS)]
+    return Server(name, command, f"http://127.0.0.1:{port}", log)
 
 
 def _build(folder: Path, spec: Spec) -> None:

@@ -1,5 +1,6 @@
-"""An OpenEnv environment of our own for the interop tests, served by OpenEnv's real server: `python ledger.py PORT
-MAX_SESSIONS`, run by the python of an OpenEnv venv (tst/openenv/venvs.py), never by agent_env's.
+"""An OpenEnv environment of our own for the interop tests and bench/openenv_latency.py, served by OpenEnv's real
+server: `python openenv_ledger.py PORT MAX_SESSIONS`, run by the python of an OpenEnv venv (openenv_venvs.py), never
+by agent_env's.
 
 An order book with MCP tools in the shape OpenEnv's own MCP environments take (echo_env, finqa_env): `place_orders`
 takes a nested argument (a list of orders, each with an enum and bounds), and `submit` ends the episode with a

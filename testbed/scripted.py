@@ -1,4 +1,4 @@
-"""A small OpenAI-compatible server whose every chat reply a script decides: for the fault tests and the benchmark.
+"""A small OpenAI-compatible server whose every chat reply a script decides: for the fault tests and the benchmarks.
 
 It speaks just enough HTTP/1.1 (keep-alive, Content-Length bodies) on a plain asyncio socket server, so that it
 answers thousands of requests a second and is never what a benchmark measures. `GET /v1/models` lists its models;
@@ -79,7 +79,7 @@ def tool_results(body: dict[str, Any]) -> list[str]:
 
 def toy_policy(body: dict[str, Any], headers: dict[str, str] | None = None) -> Answer:
     """A model that plays ToyDesk well: submits its valid offers, then ends its turn, then says it is done."""
-    from tst.data.toy import VALID
+    from testbed.toy import VALID
 
     results = tool_results(body)
     if not results:

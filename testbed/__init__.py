@@ -1,0 +1,16 @@
+"""What the tests and the benchmarks both stand on: environments, scripted servers and OpenEnv's real packages.
+
+Neither `tst/` nor `bench/` is imported from here, and `bench/` imports nothing from `tst/`
+(tst/unit/bench_test.py holds both). It is not in the wheel: `tst/` and `bench/` import it with the repository's root
+on `sys.path` (pytest's `pythonpath`, or `PYTHONPATH=.`), and the processes they start get the root the same way.
+
+- `toy`: ToyDesk, a small environment with the desk's argument shape, and its valid and malformed calls.
+- `scripted`: an OpenAI-compatible server whose every reply a script decides.
+- `scripted_mcp`: a real MCP server (the official SDK's, over stdio) that misbehaves on request; run as a script.
+- `openenv_venvs`: OpenEnv's real packages, each in a venv of its own; `openenv_ledger` is the OpenEnv environment
+  their server runs (a script, run by a venv's python).
+- `processes`: a subprocess with a log, and a server polled until it answers `/health`, each stopped by its handle.
+
+Some modules here run as scripts, with this folder first on `sys.path`, so none is named for a package they import
+(no `openenv.py`, no `mcp.py`).
+"""
