@@ -1,6 +1,7 @@
 """`make matrix`: the test tiers in a clean venv for each supported combination of Python and dependencies.
 
-Rows (the README's "Supported versions" lists the same, from `python .ci/matrix.py readme`):
+Rows (docs/versions.md lists the same, from `python .ci/matrix.py readme`; the README the training stack's, from
+`python .ci/matrix.py readme --main`):
 - floor: Python 3.11 with every direct dependency at the lower bound pyproject.toml gives it (uv's
   `--resolution lowest-direct`), checked after the install: a floor something else pulls higher fails the row.
 - newest-3.12 and newest-3.13: uv.lock's versions, the newest releases when it was last locked
@@ -12,7 +13,8 @@ A row whose interpreter is missing fails, saying where it looked: supported mean
 them (`make matrix ROWS=floor`).
 
 Usage: python .ci/matrix.py [ROW ...]   run the rows (all by default)
-       python .ci/matrix.py readme      print the README's table (needs `packaging`: run it in the dev venv)
+       python .ci/matrix.py readme [--main]   print docs/versions.md's table (--main: the README's) (needs
+                                        `packaging`: run it in the dev venv)
        python .ci/matrix.py check-floors   inside a row's venv: every direct dependency is at its floor
 Interpreters: pythonX.Y on PATH, else the newest pyenv X.Y.*; MATRIX_PYTHON_3_12=/path/to/python overrides.
 """
@@ -219,11 +221,12 @@ def requirement_name(line: str) -> str:
     return line.strip().lower().replace("_", "-")
 
 
-# The README's table -----------------------------------------------------------------------------------------
+# The versions tables ------------------------------------------------------------------------------------
 
 
-def readme_table() -> str:
-    """The README's table: each main package's version per row, from pyproject.toml's floors and uv.lock."""
+def readme_table(main_only: bool = False) -> str:
+    """The versions table: each package's version per row, from pyproject.toml's floors and uv.lock; the training
+    stack alone (the README's) when `main_only`, every direct dependency (docs/versions.md's) otherwise."""
     from packaging.markers import Marker
     from packaging.requirements import Requirement
 
@@ -249,7 +252,7 @@ def readme_table() -> str:
                 return str(package["version"])
         raise LookupError(f"uv.lock has no {name} for Python {python}")
 
-    names = [*MAIN, *sorted(set(floors) - set(MAIN))]
+    names = [*MAIN] if main_only else [*MAIN, *sorted(set(floors) - set(MAIN))]
     header = ["", *(f"{row.name}" for row in ROWS)]
     lines = [header, ["---"] * len(header), ["Python", *(row.python for row in ROWS)]]
     for name in names:
@@ -292,8 +295,8 @@ def run(rows: list[Row]) -> int:
 
 
 def main(arguments: list[str]) -> int:
-    if arguments == ["readme"]:
-        print(readme_table())
+    if arguments in (["readme"], ["readme", "--main"]):
+        print(readme_table(main_only="--main" in arguments))
         return 0
     if arguments == ["check-floors"]:
         return check_floors()

@@ -227,7 +227,7 @@ def eval_command(
     Each request sends ENV's tools with their published schemas; each call runs through a session as in training
     (the same validation, the same error text TRL gives the model). An episode ends on end_turn, on a reply with no
     tool calls, or at --max-turns (10 unless ENV has a simulated user); its reward is the environment's. The API key comes from --api-key-env's
-    variable (OPENAI_API_KEY; unset sends none), never from an option. See the README, "Evaluate a model".
+    variable (OPENAI_API_KEY; unset sends none), never from an option. See docs/eval.md.
 
     An environment with a simulated user (tau2-airline, tau2-retail, tau2-mock) is played by the official protocol:
     a plain reply goes to the user, whose answer comes back as the next user message. --user-* name the user's own

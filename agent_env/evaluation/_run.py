@@ -332,8 +332,8 @@ def reply_notes(summaries: list[ArmSummary]) -> list[str]:
         return [
             f"no reply carried a tool call the server parsed, and {unparsed} {whose} replies wrote calls as text: "
             "the server ignores tools or cannot parse this model's calls (vLLM: --enable-auto-tool-choice "
-            "--tool-call-parser NAME; SGLang: --tool-call-parser NAME; llama.cpp: --jinja); see the README's "
-            "'Evaluate a model'"
+            "--tool-call-parser NAME; SGLang: --tool-call-parser NAME; llama.cpp: --jinja); docs/eval.md, "
+            "'Pointing it at a server', says how"
         ]
     return []
 

@@ -104,8 +104,8 @@ def render_check(
         raise RenderCheckError(
             f"refusing to build: under {_named(template)} the model would not see every tool with all its "
             "constraints:\n" + "\n".join(f"- {problem}" for problem in problems) + "\n`agent-env check -t "
-            "TEMPLATE` shows what a template does with each tool; exact and lossless templates are listed in the "
-            "README."
+            "TEMPLATE` shows what a template does with each tool; exact and lossless templates are listed in "
+            "docs/templates.md."
         )
     with _checked_lock:
         _checked.add(key)

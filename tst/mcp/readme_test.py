@@ -1,9 +1,9 @@
-"""The README's "Train on an MCP server" script runs as printed: a real GRPO step on the real server-memory.
+"""docs/mcp.md's "Train on an MCP server" script runs as printed: a real GRPO step on the real server-memory.
 
 What cannot run here is stood in for, as in the TRL tier (tst/trl/conftest.py): the model (no weights can be
 downloaded, so loading `MODEL` gives the real Qwen3 tokenizer and a tiny random Qwen3, whose generation is scripted,
-since a random model writes no tool call) and the GPU (the README's `GRPOConfig` gets `use_cpu=True, bf16=False`).
-Everything else is the README's own code, with the server's path pointed at the one `make mcp-servers` installs (and
+since a random model writes no tool call) and the GPU (its `GRPOConfig` gets `use_cpu=True, bf16=False`).
+Everything else is the page's own code, with the server's path pointed at the one `make mcp-servers` installs (and
 at its Node.js when none is on PATH): the chat template, TRL's parser and tool loop, the factory, the server and
 the reward are all real.
 """
@@ -21,9 +21,11 @@ from tst.mcp.conftest import NODE, node_server, servers_left, wait_until
 from tst.trl.conftest import Script
 from tst.unit.readme_test import fenced
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-_START = README.index("## Train on an MCP server")
-SECTION = README[_START : README.index("\n## ", _START + 1)]  # to the next section, whatever it is
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = (ROOT / "docs" / "mcp.md").read_text()
+_START = DOCS.index("## Train on an MCP server")
+SECTION = DOCS[_START : DOCS.index("\n## ", _START + 1)]  # to the next section, whatever it is
+README = (ROOT / "README.md").read_text()
 
 
 def calls(*made: tuple[str, dict[str, Any]]) -> str:
@@ -55,7 +57,7 @@ def builder(namespace: dict[str, Any]) -> Any:
     return reply
 
 
-def test_the_readmes_mcp_training_script_runs_as_printed(
+def test_the_docs_mcp_training_script_runs_as_printed(
     tiny_model: Any,
     tokenizer: Any,
     tmp_path: Path,
@@ -83,7 +85,7 @@ def test_the_readmes_mcp_training_script_runs_as_printed(
     monkeypatch.setattr(trl, "GRPOConfig", lambda **settings: on_cpu(**settings, use_cpu=True, bf16=False))
     monkeypatch.chdir(tmp_path)  # output_dir="knowledge-graph"
     with caplog.at_level(logging.WARNING, logger="agent_env"):
-        exec(compile(script, "README.md", "exec"), namespace)
+        exec(compile(script, "docs/mcp.md", "exec"), namespace)
     (logged,) = [entry for entry in namespace["trainer"].state.log_history if "step" in entry]
     assert logged["step"] == 1  # one optimizer step, as printed
     assert logged["rewards/knowledge_graph/mean"] == pytest.approx(0.5)  # F1 read off the servers: 1 and 0
@@ -92,7 +94,6 @@ def test_the_readmes_mcp_training_script_runs_as_printed(
     assert wait_until(lambda: not servers_left()), f"server processes left running: {servers_left()}"
 
 
-DOCS = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
 OWN_SERVER = DOCS[DOCS.index("## Bringing your own server") : DOCS.index("## Schemas")]
 
 
@@ -112,3 +113,32 @@ def test_the_docs_isolation_check_tells_an_isolated_server_from_a_shared_one(
     graph = json.loads(capsys.readouterr().out)
     assert [entity["name"] for entity in graph["entities"]] == ([] if state != "shared" else ["Ada"])
     assert wait_until(lambda: not servers_left())
+
+
+def test_the_readmes_mcp_environment_plays_an_episode_and_scores_the_servers_graph() -> None:
+    """The README's "An MCP server" snippet, with the server's path pointed at the one `make mcp-servers` installs."""
+    section = README[README.index("**An MCP server.**") : README.index("**τ²-bench.**")]
+    (snippet,) = [content for language, content in fenced(section) if language == "python"]
+    printed = '"node", ["node_modules/@modelcontextprotocol/server-memory/dist/index.js"]'
+    assert printed in snippet
+    namespace: dict[str, Any] = {}
+    exec(
+        compile(
+            snippet.replace(printed, f"{NODE!r}, [{node_server('server-memory')!r}]"), "README.md", "exec"
+        ),
+        namespace,
+    )
+    env = namespace["env"]
+    try:
+        assert "create_entities" in {tool["name"] for tool in env.tools()}
+        with env.open() as session:
+            session.reset(**env.dataset("train")[0])
+            entity = {"name": "Ada", "entityType": "person", "observations": ["engineer"]}
+            session.call_tool("create_entities", {"entities": [entity]})
+            assert session.reward() == 1.0  # one entity in the episode's own graph
+        with env.open() as session:  # the next episode starts from an empty graph of its own
+            session.reset(**env.dataset("train")[0])
+            assert session.reward() == 0.0
+    finally:
+        env.close()
+    assert wait_until(lambda: not servers_left()), f"server processes left running: {servers_left()}"

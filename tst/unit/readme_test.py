@@ -1,12 +1,14 @@
-"""The README's "Write an environment" section is true: its class and session code run as shown, and the errors it
-quotes are the ones agent_env raises, word for word."""
+"""The README and docs/environments.md are true: their class and session code run as shown, the errors they
+quote are the ones agent_env raises, word for word, and the README stays an introduction whose commands exist."""
 
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,15 +33,16 @@ def fenced(text: str) -> list[tuple[str, str]]:
     return blocks
 
 
-README = (Path(__file__).parents[2] / "README.md").read_text()
-SECTION = README[README.index("## Write an environment") : README.index("## Serve an environment")]
+ROOT = Path(__file__).parents[2]
+README = (ROOT / "README.md").read_text()
+SECTION = (ROOT / "docs" / "environments.md").read_text()
 PYTHON = [content for language, content in fenced(SECTION) if language == "python"]
 QUOTED = [content for language, content in fenced(SECTION) if language == ""]
 
 
 @pytest.fixture
 def desks(tmp_path, monkeypatch) -> Iterator[dict[str, Any]]:
-    """The README's environment, saved as `desks.py` and imported by name, as the README says to."""
+    """docs/environments.md's environment, saved as `desks.py` and imported by name, as the page says to."""
     (tmp_path / "desks.py").write_text(PYTHON[0])
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "desks", raising=False)
@@ -50,7 +53,7 @@ def desks(tmp_path, monkeypatch) -> Iterator[dict[str, Any]]:
 
 
 def test_the_environment_and_session_code_run_as_shown(desks, capsys):
-    exec(PYTHON[1], desks)  # the README's own code
+    exec(PYTHON[1], desks)  # the page's own code
     assert capsys.readouterr().out == "0.1\n"
     assert AgentEnv.local("desks:Desk").tools() == AgentEnv.local(desks["Desk"]).tools()
 
@@ -75,7 +78,8 @@ def test_the_quoted_schema_refusal_is_what_definition_says():
 
 
 def test_supported_versions_table_is_what_make_matrix_runs(monkeypatch):
-    """The README's table is `python .ci/matrix.py readme`: pyproject.toml's floors and uv.lock's newest versions."""
+    """docs/versions.md's table is `python .ci/matrix.py readme`, pyproject.toml's floors and uv.lock's newest
+    versions; the README's is its training stack's rows (`readme --main`)."""
     import importlib.util
 
     path = Path(__file__).parents[2] / ".ci" / "matrix.py"
@@ -84,14 +88,17 @@ def test_supported_versions_table_is_what_make_matrix_runs(monkeypatch):
     matrix = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, matrix)  # its dataclass looks itself up there
     spec.loader.exec_module(matrix)
+    versions = (ROOT / "docs" / "versions.md").read_text()
+    assert matrix.readme_table() in versions, (
+        "docs/versions.md's table is stale: paste `python .ci/matrix.py readme`"
+    )
     section = README[README.index("## Supported versions") :]
-    assert matrix.readme_table() in section, (
-        "README's versions table is stale: paste `python .ci/matrix.py readme`"
+    assert matrix.readme_table(main_only=True) in section, (
+        "README's versions table is stale: paste `python .ci/matrix.py readme --main`"
     )
     assert [row.name for row in matrix.ROWS] == ["floor", "newest-3.12", "newest-3.13"]
 
 
-ROOT = Path(__file__).parents[2]
 FIRST_RUN = README[: README.index("## The problem")]
 
 
@@ -120,7 +127,8 @@ def test_the_readme_install_from_a_path_resolves_with_the_extras_it_names(tmp_pa
     assert pip_line is not None, (
         "README: say how to install agent_env into one's own project, with its extras"
     )
-    for extra in ("trl", "server", "cli", "ray", "all"):
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for extra in extras:
         assert f"`{extra}`" in FIRST_RUN  # every extra is named, with what it is for
     uv = needs_uv()
     subprocess.run([uv, "venv", "-q", str(tmp_path / "venv")], check=True, timeout=120)
@@ -131,3 +139,62 @@ def test_the_readme_install_from_a_path_resolves_with_the_extras_it_names(tmp_pa
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert " + mcp==" in result.stderr and " + transformers==" in result.stderr
+
+
+# The README as a whole: an introduction that stays short, whose code runs or compiles and whose commands exist.
+
+DOCS = ROOT / "docs"
+
+
+def test_the_readme_introduces_in_at_most_250_lines_and_docs_index_lists_every_page():
+    assert len(README.splitlines()) <= 250, (
+        "README.md is an introduction: move the detail to a page under docs/"
+    )
+    index = (DOCS / "index.md").read_text()
+    pages = sorted(path.name for path in DOCS.glob("*.md") if path.name != "index.md")
+    assert [page for page in pages if f"]({page})" not in index] == []
+
+
+def test_every_relative_link_of_the_readme_and_the_docs_names_a_file_that_exists():
+    broken = []
+    for page in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" not in target and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert broken == []
+
+
+def test_every_python_block_of_the_readme_compiles_and_the_class_runs_as_shown(capsys, monkeypatch):
+    blocks = [content for language, content in fenced(README) if language == "python"]
+    assert len(blocks) >= 4  # train, a class, an MCP server, τ²-bench
+    for block in blocks:
+        compile(block, "README.md", "exec")
+    (desk,) = [block for block in blocks if "class Desk(Environment)" in block]
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))  # the block defines classes at module level only
+    exec(compile(desk, "README.md", "exec"), {"__name__": "readme_desk"})
+    assert capsys.readouterr().out == "0.1\n"
+
+
+def readme_commands() -> list[list[str]]:
+    """Each `agent-env ...` command line of the README's shell blocks, its continuation lines joined."""
+    commands = []
+    for language, content in fenced(README):
+        if language != "bash":
+            continue
+        for line in content.replace("\\\n", " ").splitlines():
+            line = line.split("  #")[0].strip()
+            if line.startswith("agent-env "):
+                commands.append(shlex.split(line)[1:])
+    return commands
+
+
+@pytest.mark.parametrize("command", readme_commands(), ids=lambda command: " ".join(command)[:60])
+def test_every_command_the_readme_shows_exists_with_the_options_it_gives(command):
+    from typer.testing import CliRunner
+
+    from agent_env.cli import app
+
+    shown = CliRunner().invoke(app, [command[0], "--help"], env={"COLUMNS": "240"})
+    assert shown.exit_code == 0, shown.output
+    options = [word.split("=")[0] for word in command[1:] if word.startswith("-")]
+    assert [option for option in options if option not in shown.stdout] == []

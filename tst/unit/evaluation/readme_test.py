@@ -1,4 +1,4 @@
-"""The README's "Evaluate a model" is true: the messages it quotes are the ones an evaluation gives the model, its
+"""docs/eval.md is true: the messages it quotes are the ones an evaluation gives the model, its
 sample-size table is `pairs_needed`, and the options it shows exist."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from agent_env import AgentEnv
 from agent_env.cli import app
 from agent_env.evaluation import ToolCall, pairs_needed, run_call
 
-README = (Path(__file__).parents[3] / "README.md").read_text()
-SECTION = README[README.index("## Evaluate a model") : README.index("## Layout")]
+SECTION = (Path(__file__).parents[3] / "docs" / "eval.md").read_text()
 
 
 def test_the_quoted_messages_are_what_the_model_reads():
@@ -27,7 +26,7 @@ def test_the_quoted_messages_are_what_the_model_reads():
         for call in (ToolCall("1", "function", "submit_dam_offers", cut), ToolCall("2", "function", "submit_offers", "{}"),
                      ToolCall("3", "custom", "submit_dam_offers", "{}")):  # fmt: skip
             text = asyncio.run(run_call(session, call, schemas)).content
-            written = text.replace("\n", "\\n")  # the README writes the message's newline as \n
+            written = text.replace("\n", "\\n")  # the page writes the message's newline as \n
             assert f"`{written}`" in SECTION
 
 
@@ -51,8 +50,8 @@ def test_the_options_it_names_exist(option):
     assert option in CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "240"}).stdout
 
 
-def test_the_command_line_section_shows_every_command():
-    section = README[README.index("## Command line") : README.index("## Which chat templates")]
+def test_the_command_line_page_shows_every_command():
+    section = (Path(__file__).parents[3] / "docs" / "cli.md").read_text()
     commands = {command.name or command.callback.__name__ for command in app.registered_commands}
     assert commands >= {"eval", "serve", "check"}
     assert all(f"agent-env {command} " in section for command in commands)
