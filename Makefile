@@ -8,7 +8,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 RUN := $(UV) run --frozen
 UV_READY := $(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 
-.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test hosts-test matrix lint format bench soak demo mcp-example
+.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test hosts-test matrix lint format bench soak demo mcp-example tau2-upstream
 
 # Everything uv.lock pins: every extra and the dev group (TRL, torch, the test and lint tools).
 $(VENV)/.installed: pyproject.toml uv.lock
@@ -100,8 +100,14 @@ demo: $(VENV)/.demo-installed
 	$(UV) run --frozen --no-sync agent-env demo
 
 bench: install
-	@for script in $(filter-out bench/soak.py bench/_%,$(wildcard bench/*.py)); do \
+	@for script in $(filter-out bench/soak.py bench/tau2_upstream.py bench/_%,$(wildcard bench/*.py)); do \
 		echo "== $$script"; PYTHONPATH=. $(RUN) python $$script || exit 1; done
 
 soak: install
 	PYTHONPATH=. $(RUN) python bench/soak.py
+
+# τ²-bench's own code beside ours, call by call and episode by episode (docs/tau2.md, "What matches upstream"): needs
+# tau2-bench installed apart, in a venv of its own (Python >= 3.12), named by TAU2=/path/to/that/venv.
+tau2-upstream: install
+	@if [ -z "$(TAU2)" ]; then echo "make tau2-upstream needs TAU2=/path/to/a/venv/with/tau2-bench (docs/tau2.md says how to make one)"; exit 2; fi
+	PYTHONPATH=. $(RUN) python bench/tau2_upstream.py --tau2 "$(TAU2)"
