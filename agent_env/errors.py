@@ -79,9 +79,9 @@ class UnscoredEpisodeError(AgentEnvError, RuntimeError):
         environment: The environment's name, once the session names it ("" when the error crossed a wire: the
             message already says it).
         episode: Which episode, once the session names it: its row's id (or the row) and where it ran.
-        cause: The exception the environment's code raised, when it was raised in this process (it is this error's
-            `__cause__` too, so a logged traceback shows it); None once the error crossed a wire or a pickle (`why`
-            says what it was).
+        cause: The exception the environment's code raised (it is this error's `__cause__` too, so a logged
+            traceback shows it). An agent_env error (a user endpoint's failing reset) crosses a wire and a pickle
+            with it; any other is None once it crossed (`why` says what it was).
     """
 
     code = "unscored_episode"
@@ -110,15 +110,20 @@ class UnscoredEpisodeError(AgentEnvError, RuntimeError):
         return f"{self.environment} could not score{episode}: {self.why}"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Its names travel; its cause does not (it may not pickle), and `why` already says what it was.
-        return (_rebuilt, (type(self), self.why, self.environment, self.episode))
+        # Its names travel, and an agent_env cause; any other cause may not pickle, and `why` says what it was.
+        cause = self.cause if isinstance(self.cause, AgentEnvError) else None
+        return (_rebuilt, (type(self), self.why, self.environment, self.episode, cause))
 
 
 def _rebuilt(
-    cls: type[UnscoredEpisodeError], why: str, environment: str, episode: str
+    cls: type[UnscoredEpisodeError],
+    why: str,
+    environment: str,
+    episode: str,
+    cause: BaseException | None = None,
 ) -> UnscoredEpisodeError:
     """An `UnscoredEpisodeError` (or subclass) unpickled with its names, which `Exception`'s pickling drops."""
-    return cls(why, environment=environment, episode=episode)
+    return cls(why, environment=environment, episode=episode, cause=cause)
 
 
 class InfrastructureFailedError(UnscoredEpisodeError):

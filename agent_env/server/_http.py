@@ -38,13 +38,28 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 def error_response(
     error: AgentEnvError, *, status: int | None = None, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    """The wire form of an error: `{"error": {"code", "message"}}` with its HTTP status, and `"ended"` when the call
-    that raised it ended its episode."""
-    wire: dict[str, Any] = {"code": error.code, "message": str(error)}
+    """The wire form of an error: `{"error": {"code", "message"}}` with its HTTP status, `"ended"` when the call
+    that raised it ended its episode, and `"faults"` and `"cause"` when it carries them (a model endpoint's failed
+    attempts; the agent_env error an unscored episode's environment raised, as a user endpoint's failing reset),
+    so that the client raises what a session in process raises."""
+    wire = wire_form(error)
     if error.ended is not None:
         wire["ended"] = error.ended
     body = {"error": wire}
     return JSONResponse(body, status_code=status or http_status(error), headers=headers)
+
+
+def wire_form(error: AgentEnvError) -> dict[str, Any]:
+    """`{"code", "message"}` of `error`, with its `faults` when it has some and its `cause` when that is an
+    agent_env error (in the same form)."""
+    wire: dict[str, Any] = {"code": error.code, "message": str(error)}
+    faults = getattr(error, "faults", None)
+    if faults:
+        wire["faults"] = dict(faults)
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, AgentEnvError):
+        wire["cause"] = wire_form(cause)
+    return wire
 
 
 def answered(endpoint: Endpoint) -> Endpoint:

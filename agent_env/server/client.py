@@ -22,7 +22,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from agent_env.errors import AgentEnvError, SessionClosedError
+from agent_env.errors import AgentEnvError, SessionClosedError, UnscoredEpisodeError
 from agent_env.server._connections import ConnectionPool
 from agent_env.server._row_references import (
     INLINE_ROW_BYTES,
@@ -395,14 +395,30 @@ def wire_error(response: httpx.Response, action: str) -> Exception:
     """The error a server's answer carries, as its own class with its own message."""
     try:
         error = response.json()["error"]
-        code, message = str(error["code"]), str(error["message"])
+        raised = from_wire(error, response.status_code)
     except (ValueError, KeyError, TypeError):
         return RemoteError(
             f"{action}: HTTP {response.status_code} from {response.request.url}: {response.text[:200]!r}"
         )
-    raised = error_class(code, response.status_code)(message)
     if isinstance(error.get("ended"), str):
         raised.ended = error["ended"]
+    return raised
+
+
+def from_wire(error: Mapping[str, Any], status: int) -> AgentEnvError:
+    """The error of a wire form (`_http.wire_form`): its class by code, its message, and the `faults` and `cause`
+    it carries.
+
+    Raises:
+        KeyError, TypeError: `error` is no wire form of an error.
+    """
+    raised = error_class(str(error["code"]), status)(str(error["message"]))
+    faults = error.get("faults")
+    if isinstance(faults, Mapping) and hasattr(raised, "faults"):
+        raised.faults = {str(kind): int(count) for kind, count in faults.items()}
+    cause = error.get("cause")
+    if isinstance(cause, Mapping) and isinstance(raised, UnscoredEpisodeError):
+        raised.cause = from_wire(cause, status)
     return raised
 
 

@@ -239,3 +239,27 @@ def test_a_run_with_the_scripted_user_says_its_rewards_are_not_the_leaderboards(
         "the user is scripted (no model plays it)" in note and "(2 of 2 episodes)" in note
         for note in report.notes
     )
+
+
+def test_a_user_that_cannot_open_on_a_served_environment_is_counted_as_the_users_too(tmp_path):
+    # Over HTTP the session's error arrives with its cause (the user's endpoint error and its failed attempts), so
+    # an evaluation of a served τ² environment counts it as one in process does, never as the environment's.
+    from agent_env.envs.tau2.mock import Tau2Mock
+    from agent_env.server.app import build_app
+    from tst.unit.server.running import running
+
+    down = f"http://127.0.0.1:{unused_port()}/v1"
+    served = build_app(Tau2Mock, user={"base_url": down, "model": "user-sim", **FAST})
+    with running(served) as url, scripted(lambda body, headers: Answer(completion("Hello?"))) as model:
+        report = evaluate(
+            AgentEnv.connect(url),
+            Endpoint(model.url, **FAST),
+            split="base",
+            episodes=1,
+            out=tmp_path / "r.jsonl",
+        )
+    [episode] = report.episodes
+    assert episode.ended_by == "error" and episode.reward is None
+    assert episode.error is not None and episode.error.startswith("UserEndpointError at reset")
+    assert episode.faults == {"user_endpoint": 1, "user_connection": 4, "user_retries_exhausted": 1}
+    assert model.requests == []

@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from agent_env.errors import InfrastructureFailedError, RewardError, UnscoredEpisodeError
+from agent_env.errors import InfrastructureFailedError, RewardError, UnscoredEpisodeError, UserEndpointError
 from agent_env.training import unscored_reward
 
 
@@ -69,3 +69,15 @@ def test_the_error_keeps_its_class_and_names_through_a_pickle():
         == str(error)
         == 'Desk could not score the episode of task_id="t1" (in process): the judge is down'
     )
+
+
+def test_an_agent_env_cause_travels_through_a_pickle_with_its_faults_and_any_other_stays_behind():
+    # Ray pickles a hosted session's errors: the user endpoint's failure (and its failed attempts) must arrive, so
+    # that an evaluation counts it as the user's; a cause of the environment's own may not pickle, and is left out.
+    user = UserEndpointError("the simulated user's endpoint failed", faults={"user_timeout": 4})
+    error = InfrastructureFailedError("reset raised UserEndpointError", environment="Desk", cause=user)
+    again = pickle.loads(pickle.dumps(error))
+    assert isinstance(again.cause, UserEndpointError) and again.cause.faults == {"user_timeout": 4}
+    assert str(again.cause) == str(user)
+    own = UnscoredEpisodeError("reward() raised", environment="Desk", cause=ValueError("x"))
+    assert pickle.loads(pickle.dumps(own)).cause is None
