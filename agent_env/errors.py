@@ -184,8 +184,8 @@ class ModelEndpointError(RemoteError):
 
     Attributes:
         faults: The failed attempts met before it gave up (its retried faults included), by kind as records count
-            them, prefixed by whose endpoint it is (`user_rate_limited`, `judge_timeout`); carried by a pickle (Ray),
-            not across an HTTP wire, where it is empty.
+            them, prefixed by whose endpoint it is (`user_rate_limited`, `judge_timeout`); carried by a pickle (Ray) and
+            across an HTTP wire.
     """
 
     code = "model_endpoint"
