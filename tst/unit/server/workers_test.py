@@ -105,3 +105,75 @@ async def test_an_idle_worker_holds_nothing_of_the_jobs_it_ran(outcome):
         assert [ref() for ref in freed] == [None, None]
     finally:
         pool.shutdown()
+
+
+async def test_jobs_that_block_run_side_by_side_up_to_the_pool_size():
+    pool = WorkerPool(4)
+    release = threading.Event()
+    try:
+        started = threading.Barrier(4, timeout=5)  # each of four blocking jobs waits for the other three
+
+        def blocks() -> str:
+            started.wait()
+            release.wait(5)
+            return threading.current_thread().name
+
+        running = [asyncio.ensure_future(pool.run(blocks, 5)) for _ in range(4)]
+        queued = asyncio.ensure_future(pool.run(lambda: "after one of them", 5))
+        await asyncio.sleep(0.05)
+        assert not queued.done()  # all four workers are busy: it waits in the backlog
+        release.set()
+        names = await asyncio.gather(*running)
+        assert len(set(names)) == 4
+        assert await queued == "after one of them"
+    finally:
+        release.set()
+        pool.shutdown()
+
+
+async def test_a_job_wakes_one_idle_worker_not_all_of_them():
+    pool = WorkerPool(8)
+    try:
+        await pool.run(lambda: None, 5)  # every worker has gone idle once
+        ran_in: set[str] = set()
+        for _ in range(50):  # one call after another: the worker that went idle last takes each
+            await pool.run(lambda: ran_in.add(threading.current_thread().name), 5)
+        assert len(ran_in) <= 2
+    finally:
+        pool.shutdown()
+
+
+async def test_a_backlog_longer_than_the_pool_is_worked_off_in_order():
+    pool = WorkerPool(2)
+    try:
+        done: list[int] = []
+        lock = threading.Lock()
+
+        def job(index: int) -> int:
+            with lock:
+                done.append(index)
+            return index
+
+        results = await asyncio.gather(*(pool.run(lambda i=i: job(i), 5) for i in range(200)))
+        assert results == list(range(200))
+        assert sorted(done) == list(range(200))
+    finally:
+        pool.shutdown()
+
+
+async def test_shutdown_stops_idle_workers_and_busy_ones_once_their_job_ends():
+    pool = WorkerPool(3, name="agent-env-shutdown-test")
+    release = threading.Event()
+    try:
+        busy = asyncio.ensure_future(pool.run(release.wait, 5))
+        await asyncio.sleep(0.02)
+        pool.shutdown()
+        release.set()
+        assert await busy is True
+        for _ in range(100):
+            if not [t for t in threading.enumerate() if t.name.startswith("agent-env-shutdown-test")]:
+                break
+            await asyncio.sleep(0.01)
+        assert not [t for t in threading.enumerate() if t.name.startswith("agent-env-shutdown-test")]
+    finally:
+        release.set()
