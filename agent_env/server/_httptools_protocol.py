@@ -21,6 +21,7 @@ import asyncio
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from agent_env.server._protocol import HEADER_BYTES, shutting_down_answer
+from agent_env.server._writes import OneWritePerTurn
 
 
 class HttpToolsDeadlineProtocol(HttpToolsProtocol):
@@ -37,7 +38,9 @@ class HttpToolsDeadlineProtocol(HttpToolsProtocol):
     _header_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(
+            OneWritePerTurn(transport, self.loop)
+        )  # a response's head and body: one write
         self._arm()
 
     def data_received(self, data: bytes) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from agent_env.server._writes import OneWritePerTurn
 from agent_env.server.errors import ServerUnavailableError
 
 SHUTTING_DOWN = (
@@ -63,7 +64,9 @@ class HeaderDeadlineProtocol(H11Protocol):
     _deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(
+            OneWritePerTurn(transport, self.loop)
+        )  # a response's head and body: one write
         self._arm()
 
     def data_received(self, data: bytes) -> None:
