@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -110,6 +112,7 @@ class EpisodeRegistry:
 
     async def start(self) -> None:
         """Start the workers and the idle reaper; the server's lifespan calls this."""
+        _collector_passes_over_startup(True)
         self._workers = WorkerPool(WORKERS)
         if self.limits.idle_timeout is not None:
             self._reaper = asyncio.create_task(self._reap_forever(self.limits.idle_timeout))
@@ -126,6 +129,7 @@ class EpisodeRegistry:
         if self._workers is not None:
             self._workers.shutdown()
             self._workers = None
+            _collector_passes_over_startup(False)
 
     async def open(
         self, row: Mapping[str, Any] | None, surface: ClientAdvice = CONTROL
@@ -455,6 +459,30 @@ def _log_unscored(action: str, episode_id: str, error: Exception) -> None:
         logger.warning(
             "agent_env: %s of served episode %s: %s", action, episode_id, error, exc_info=error.cause
         )
+
+
+_serving = 0
+"""How many registries of this process are started and not stopped."""
+_serving_lock = threading.Lock()
+
+
+def _collector_passes_over_startup(starting: bool) -> None:
+    """While a registry serves, the objects alive when it started (the modules, the environment's class and data:
+    nearly all a server's objects) are frozen out of the cyclic garbage collector's passes (`gc.freeze`).
+
+    A full pass visits every object. With 64 episodes calling at once, the objects of the calls in flight outlive
+    the young passes and count toward the next full one, which then comes every thousand or so calls: on the desk
+    it cost 80-110 us a call (about a quarter of the server's CPU), 15-25 us with these objects frozen. Reference
+    counting frees frozen objects as ever; only garbage cycles among them wait, until the last registry stops and
+    they are unfrozen.
+    """
+    global _serving
+    with _serving_lock:
+        _serving += 1 if starting else -1
+        if starting:
+            gc.freeze()
+        elif _serving == 0:
+            gc.unfreeze()
 
 
 def _copied(row: dict[str, Any]) -> dict[str, Any]:

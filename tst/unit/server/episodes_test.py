@@ -127,3 +127,18 @@ async def test_a_server_whose_lifespan_has_not_run_says_so(control):
         answer = await client.post("/episodes", json={})
     assert answer.status_code == 503
     assert answer.json()["error"]["message"].startswith("the server is not started: its lifespan has not run")
+
+
+async def test_objects_alive_at_start_are_out_of_the_collectors_passes_until_the_last_registry_stops():
+    import gc
+
+    from agent_env.server import _episodes
+
+    first, second = build_app(ToyDesk), build_app(ToyDesk)
+    async with first.router.lifespan_context(first):
+        assert gc.get_freeze_count() > 0
+        async with second.router.lifespan_context(second):
+            pass
+        assert gc.get_freeze_count() > 0  # the first still serves
+    if _episodes._serving == 0:  # no other test's server is running in this process
+        assert gc.get_freeze_count() == 0
