@@ -47,13 +47,9 @@ def read_json(body: bytes) -> Any:
     except UnicodeDecodeError as error:
         raise NotJsonError(f"it is not UTF-8 text ({error})") from None
     try:
-        value = json.loads(
-            text,
-            object_pairs_hook=_unique_keys,
-            parse_constant=_no_constant,
-            parse_float=_finite_float,
-            parse_int=_short_int,
-        )
+        if text.startswith("\ufeff"):  # as `json.loads` refuses it (its decoder's own method does not)
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise NotJsonError("it nests arrays and objects too deeply to read") from None
     except NotJsonError:
@@ -108,3 +104,12 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(number):
         raise NotJsonError(f"the number {short(text)} is too large for a double; send finite numbers")
     return number
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_keys,
+    parse_constant=_no_constant,
+    parse_float=_finite_float,
+    parse_int=_short_int,
+)
+"""Made once: `json.loads` with hooks makes a decoder (and its scanner) for every body."""
