@@ -90,7 +90,7 @@ class Connection:
                 self.state.receive_data(data)
             elif isinstance(event, h11.Response):
                 status = event.status_code
-                self.last_headers = event.headers
+                self.last_headers = list(event.headers)
             elif isinstance(event, h11.Data):
                 answer += event.data
             elif isinstance(event, h11.EndOfMessage):
@@ -184,54 +184,87 @@ async def open_episode(connection: Connection, plan: Plan, index: int) -> list[C
 
 @dataclass(frozen=True)
 class Share:
-    """What one client process measured: each timed call's latency, when its last call finished, and its CPU
-    seconds."""
+    """What one client process measured: each timed call's latency, when its first call started and its last
+    finished, its CPU seconds, and the server's CPU seconds (user and system) read at those two moments."""
 
     latencies: list[float]
     started: float
     finished: float
     cpu: float
+    server_cpu: tuple[float, float] = (0.0, 0.0)
 
 
-async def _share(url: str, plan: Plan, episodes: range, calls: int, seconds: float, ready: Any) -> Share:
+def _server_cpu(server: Any) -> float:
+    if server is None:
+        return 0.0
+    times = server.cpu_times()
+    return float(times.user + times.system)
+
+
+async def _share(
+    url: str, plan: Plan, episodes: range, calls: int, seconds: float, ready: Any, server_pid: int | None
+) -> Share:
     connections = [await Connection.open(url) for _ in episodes]
     requests = [await open_episode(c, plan, index) for c, index in zip(connections, episodes, strict=True)]
     await asyncio.gather(
         *(drive(c, r, len(r)) for c, r in zip(connections, requests, strict=True))
     )  # warm up
+    server = None
+    if server_pid is not None:
+        import psutil
+
+        server = psutil.Process(server_pid)
     await asyncio.to_thread(ready.wait)  # every client process has opened and warmed its episodes
+    server_started = _server_cpu(server)
     started, cpu = time.time(), time.process_time()
     until = time.perf_counter() + seconds if seconds else None
     runs = await asyncio.gather(
         *(drive(c, r, calls, until=until) for c, r in zip(connections, requests, strict=True))
     )
     finished, cpu = time.time(), time.process_time() - cpu
+    server_finished = _server_cpu(server)
     for connection in connections:
         await connection.close()
-    return Share([latency for run in runs for latency in run], started, finished, cpu)
+    latencies = [latency for run in runs for latency in run]
+    return Share(latencies, started, finished, cpu, (server_started, server_finished))
 
 
-def _process(url: str, plan: Plan, episodes: range, calls: int, seconds: float, ready: Any) -> Share:
-    return asyncio.run(_share(url, plan, episodes, calls, seconds, ready))
+def _process(
+    url: str, plan: Plan, episodes: range, calls: int, seconds: float, ready: Any, server_pid: int | None
+) -> Share:
+    return asyncio.run(_share(url, plan, episodes, calls, seconds, ready, server_pid))
 
 
 @dataclass(frozen=True)
 class Measured:
-    """A load's outcome: calls per second, latency percentiles (ms), and the clients' CPU per call (us)."""
+    """A load's outcome: calls per second, latency percentiles (ms), the clients' CPU per call (us), and the server's
+    (us; 0 when its process was not named)."""
 
     calls: int
     rate: float
     p50: float
     p99: float
     client_cpu_us: float
+    server_cpu_us: float = 0.0
 
 
 def run_load(
-    url: str, plan: Plan, episodes: int, *, calls: int = 0, seconds: float = 0.0, processes: int = 2
+    url: str,
+    plan: Plan,
+    episodes: int,
+    *,
+    calls: int = 0,
+    seconds: float = 0.0,
+    processes: int = 2,
+    server_pid: int | None = None,
 ) -> Measured:
     """Drive `episodes` concurrent episodes of `plan` from `processes` client processes, each episode on its own
     connection making `calls` calls one after another (or calling for `seconds`), all starting together once every
-    client has opened and warmed its episodes."""
+    client has opened and warmed its episodes.
+
+    With `server_pid`, the server's CPU per call is measured over the timed calls alone: from the first client's
+    reading as the calls start to the last one's as they end, so that opening and warming the episodes (a desk
+    episode's reset costs as much as dozens of calls) is not shared out over the calls."""
     import multiprocessing
     import statistics
 
@@ -240,12 +273,21 @@ def run_load(
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager, context.Pool(processes) as pool:
         ready = manager.Barrier(processes)
-        pending = [pool.apply_async(_process, (url, plan, share, calls, seconds, ready)) for share in shares]
+        pending = [
+            pool.apply_async(_process, (url, plan, share, calls, seconds, ready, server_pid))
+            for share in shares
+        ]
         results: list[Share] = [result.get(timeout=600) for result in pending]
     latencies = sorted(latency for share in results for latency in share.latencies)
     elapsed = max(share.finished for share in results) - min(share.started for share in results)
     cuts = statistics.quantiles(latencies, n=100)
     cpu = sum(share.cpu for share in results)
+    server = min(share.server_cpu[0] for share in results), max(share.server_cpu[1] for share in results)
     return Measured(
-        len(latencies), len(latencies) / elapsed, cuts[49] * 1e3, cuts[98] * 1e3, cpu / len(latencies) * 1e6
+        len(latencies),
+        len(latencies) / elapsed,
+        cuts[49] * 1e3,
+        cuts[98] * 1e3,
+        cpu / len(latencies) * 1e6,
+        (server[1] - server[0]) / len(latencies) * 1e6,
     )

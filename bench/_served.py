@@ -78,22 +78,30 @@ def served(
 @contextlib.contextmanager
 def baseline(revision: str | None) -> Iterator[Path | None]:
     """A checkout of agent_env at git `revision` in a temporary folder (`git archive`, so no worktree is made), for
-    `served(source=...)`; None when `revision` is None. Beside it is this checkout's testbed/, so that both sides serve
-    the same test environments (`testbed.toy:ToyDesk`), and a revision from before testbed/ existed serves them too."""
+    `served(source=...)`; None when `revision` is None. Beside it is the revision's own testbed/ (the test
+    environments, `testbed.toy:ToyDesk`), or for a revision from before testbed/ existed its tst/data/ under that
+    name: this checkout's testbed/ may use what an older agent_env does not have (its toy imports
+    `InfrastructureFailedError`)."""
     if revision is None:
         yield None
         return
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="agent-env-baseline-") as folder:
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-tree", "--name-only", revision, "testbed"],
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout
+        testbed = "testbed" if listed.strip() else "tst/data"
         archive = subprocess.run(
-            ["git", "-C", str(root), "archive", revision, "agent_env"],
+            ["git", "-C", str(root), "archive", revision, "agent_env", testbed],
             capture_output=True,
             check=True,
         ).stdout
         subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
-        shutil.copytree(
-            root / "testbed", Path(folder) / "testbed", ignore=shutil.ignore_patterns("__pycache__")
-        )
+        if testbed != "testbed":
+            (Path(folder) / testbed).rename(Path(folder) / "testbed")
         yield Path(folder)
 
 
