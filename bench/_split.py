@@ -34,7 +34,11 @@ _FRAME = re.compile(r"^(?P<function>.*?) \((?P<file>.*?)(?::\d+)?\)$")
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (part, re.compile(pattern))
     for part, pattern in (
-        (RESPONSE, r"RequestResponseCycle\.send |starlette/responses\.py|_send_json|Response\.__call__"),
+        (
+            RESPONSE,
+            r"RequestResponseCycle\.send |starlette/responses\.py|_send_json|Response\.__call__|"
+            r"agent_env/server/_writes\.py",
+        ),
         (HTTP, r"(^|/)h11/|httptools|uvicorn/protocols/http/|agent_env/server/_protocol"),
         (JSON, r"(^|/)json/|orjson|agent_env/server/_json\.py"),
         (MCP, r"(^|/)mcp/|mcp_types|agent_env/server/_mcp\.py|agent_env/server/_bindings\.py|_jsonrpc\.py"),
@@ -42,7 +46,7 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (HOP, r"agent_env/server/_workers\.py"),
         (REGISTRY, r"agent_env/server/_episodes\.py"),
         (VALIDATION, r"agent_env/(schema/|session\.py|tools\.py|environment\.py|_)|jsonschema"),
-        (ENVIRONMENT, r"agent_env/envs/|(^|/)tst/|(^|/)numpy/|(^|/)scipy/"),
+        (ENVIRONMENT, r"agent_env/envs/|(^|/)(tst|testbed)/|(^|/)numpy/|(^|/)scipy/"),
         (FRAMEWORK, r"starlette/|uvicorn/middleware|agent_env/server/_http\.py|agent_env/server/app\.py"),
     )
 )
