@@ -38,10 +38,11 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning", a
 
 @contextlib.contextmanager
 def served(
-    environment: str, *, source: Path | None = None, **settings: Any
+    environment: str, *, source: Path | None = None, floor: bool = False, **settings: Any
 ) -> Iterator[tuple[str, psutil.Process]]:
     """Serve `environment` with `build_app(environment, **settings)`: yields (base URL, the server's process).
     `openenv_prefix=` in `settings` serves OpenEnv's surface there (`surfaces=[OpenEnvSurface(prefix)]`).
+    `floor=True` serves it with `bench/_floor.py`'s bare app instead (no settings), under the same uvicorn stack.
 
     `source`, when given, is a checkout of agent_env whose code serves instead of this one (`baseline` makes one),
     so that two versions are measured in one run. The server is stopped on exit (terminated, then killed if it has
@@ -50,7 +51,12 @@ def served(
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-c", _SERVER, environment, json.dumps(settings), str(port)]
+    if floor:
+        if source is not None or settings:
+            raise ValueError("the floor's bare app serves this checkout, with no settings")
+        command = [sys.executable, str(Path(__file__).with_name("_floor.py")), environment, str(port)]
+    else:
+        command = [sys.executable, "-c", _SERVER, environment, json.dumps(settings), str(port)]
     environ = os.environ.copy()
     if source is not None:
         environ["PYTHONPATH"] = os.pathsep.join([str(source), environ.get("PYTHONPATH", "")])

@@ -15,9 +15,13 @@ reported.
 The targets, each printed with its measured figure and MET or MISSED:
 1. served calls/s at 16 and 64 sessions at least 2x the baseline's (both workloads; needs `--baseline`);
 2. the desk's in-process/served ratio at 16 episodes at most 5x;
-3. the server's CPU per call at most 2x the in-process call's (both workloads, at 16 and 64).
+3. the server's CPU per call at most 2x the in-process call's (both workloads, at 16 and 64). Beside it, the floor:
+   `bench/_floor.py`'s bare app under the same uvicorn stack (it parses the body, hops to agent_env's worker pool,
+   calls the `LocalSession` and answers; no guard, routing, registry or error forms), measured in the same rounds,
+   so that what agent_env adds is the served CPU a call less the floor's, and the room the target leaves for it is
+   twice the in-process call less the floor.
 Beside the first: how many cores the server and its clients kept busy, and what doubling would need of them, since on
-a machine whose cores are all in use a rate can only double if the CPU of a call halves. (The bench's earlier
+a machine whose cores are all in use a rate can only double if the CPU of a call halves; and the floor's rate (below). (The bench's earlier
 absolute goal, 1,000 calls/s with p99 under 50 ms on the small tool, measured the machine as much as the server, and
 is gone.)
 
@@ -253,17 +257,17 @@ def report(workload: Workload, label: str, live: int, baseline_source: Path | No
         f"{rss['closed']:.1f} closed, {rss['cycled']:.1f} after 1,000 more opened and closed "
         f"({rss['cycled'] - rss['closed']:+.1f} MiB); {rss['left']:.0f} episodes live at the end"
     )
-    servers = {"after": None} if baseline_source is None else {"before": baseline_source, "after": None}
+    limits = {"max_episodes": 4096, "call_timeout": 30}
+    servers: dict[str, dict[str, Any]] = {"after": limits, "floor": {"floor": True}}
+    if baseline_source is not None:
+        servers = {"before": {"source": baseline_source, **limits}, **servers}
     runs: dict[str, dict[int, list[Served]]] = {name: {n: [] for n in CONCURRENCY} for name in servers}
     local_runs = []
     for _ in range(rounds):
         local_runs.append(in_process(workload, 3000))
-        for episodes in CONCURRENCY:  # before and after side by side, one concurrency at a time
-            for name, source in servers.items():
-                with served(workload.environment, source=source, max_episodes=4096, call_timeout=30) as (
-                    url,
-                    process,
-                ):
+        for episodes in CONCURRENCY:  # before, after and the floor side by side, one concurrency at a time
+            for name, settings in servers.items():
+                with served(workload.environment, **settings) as (url, process):
                     runs[name][episodes].append(measure(url, process, workload, episodes))
     local = statistics.median(rate for rate, _ in local_runs)
     local_cpu = statistics.median(cpu for _, cpu in local_runs)
@@ -323,11 +327,13 @@ def judge(results: list[Figures], baseline: str | None, rounds: int) -> list[boo
             gain = new.rate / old.rate
             verdicts.append(gain >= TARGET_GAIN)
             need = (old.cpu_us + old.client_cpu_us) / TARGET_GAIN
+            floor = figures.served["floor"][episodes].rate
             print(
                 f"     {figures.label}, {episodes}: {new.rate:,.0f} against {old.rate:,.0f} calls/s = {gain:.2f}x  "
                 f"{verdict(verdicts[-1])}  (cores busy {old.cores:.2f} before, {new.cores:.2f} after; at the "
                 f"same cores, {TARGET_GAIN:g}x needs server + clients within {need:,.0f} us a call: they took "
-                f"{new.cpu_us:,.0f} + {new.client_cpu_us:,.0f})"
+                f"{new.cpu_us:,.0f} + {new.client_cpu_us:,.0f}; the floor: {floor:,.0f} calls/s = "
+                f"{floor / old.rate:.2f}x)"
             )
     desk = next((figures for figures in results if figures.label.startswith("desk")), None)
     if desk is None:
@@ -357,9 +363,12 @@ def judge(results: list[Figures], baseline: str | None, rounds: int) -> list[boo
                 if "before" in figures.served
                 else ""
             )
+            floor = figures.served["floor"][episodes].cpu_us
             print(
                 f"     {figures.label}, {episodes}: {run.cpu_us:,.0f} / {figures.local_cpu:,.1f} us = {times:.1f}x"
-                f"{was}  {verdict(verdicts[-1])}"
+                f"{was}  {verdict(verdicts[-1])}  (the floor: {floor:,.0f} us = {floor / figures.local_cpu:.1f}x; "
+                f"agent_env's part above it {run.cpu_us - floor:,.0f} us, within {TARGET_CPU:g}x it could be "
+                f"{max(0.0, TARGET_CPU * figures.local_cpu - floor):,.0f})"
             )
     return verdicts
 
