@@ -21,13 +21,13 @@ The targets, each printed with its measured figure and MET or MISSED:
    so that what agent_env adds is the served CPU a call less the floor's, and the room the target leaves for it is
    twice the in-process call less the floor.
 Beside the first: how many cores the server and its clients kept busy, and what doubling would need of them, since on
-a machine whose cores are all in use a rate can only double if the CPU of a call halves; and the floor's rate (below). (The bench's earlier
-absolute goal, 1,000 calls/s with p99 under 50 ms on the small tool, measured the machine as much as the server, and
-is gone.)
+a machine whose cores are all in use a rate can only double if the CPU of a call halves; and the floor's rate
+(below). (The bench's earlier absolute goal, 1,000 calls/s with p99 under 50 ms on the small tool, measured the
+machine as much as the server, and is gone.)
 
 Before that, memory: the Python heap per live episode (traced, with the app in this process) and what is left of it
 after closing them and after 1,000 more episodes opened and closed, and the served process's RSS through the same
-steps. Loopback only, bounded loops, stops by itself in about five minutes with a baseline and three rounds;
+steps. Loopback only, bounded loops, stops by itself in about seven minutes with a baseline and three rounds;
 prints the figures it measured.
 
     PYTHONPATH=. uv run --frozen python bench/server_throughput.py --baseline 4055ec3
