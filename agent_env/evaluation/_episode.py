@@ -1,9 +1,9 @@
 """Play one episode against the endpoint: reset a session, ask the model, run its calls, and score it.
 
-An episode ends when an accepted `end_turn` call ends it, when a call ends it from within (`Session.ended`: a user
-said goodbye, a limit was reached), on a reply with no tool calls, or after `max_turns` replies; its reward is then
-the environment's (`session.score()`, which ends a running episode first), with the breakdown where the environment
-gives one. A reply's calls run in order through the session, each answered by a tool message, as TRL's tool loop
+An episode ends when an accepted `end_turn` call ends it, when a call, accepted or failed, ends it from within
+(`Session.ended`: a user said goodbye, a limit was reached), on a reply with no tool calls, or after `max_turns`
+replies; its reward is then the environment's (`session.score()`, which ends a running episode first), with the
+breakdown where the environment gives one. A reply's calls run in order through the session, each answered by a tool message, as TRL's tool loop
 runs them. A request that fails for good, an environment that raises outside a tool call (an `UnscoredEpisodeError`:
 its reset or setup, its end_turn or reward, on every provider), or a tool call whose environment's host, server or
 simulated user fails (a `RemoteError`: a served episode gone, a Ray actor lost, an MCP server dead, a user's
@@ -336,7 +336,8 @@ class Player:
         self, session: Session, calls: Sequence[Any], turn: int, record: Episode, faults: Counter[str]
     ) -> str | None:
         """Run a reply's calls in order, each answered by a tool message; how the episode ended if one ended it
-        (`end_turn`, or a call that ended it from within; the calls after it are answered as refused), else None.
+        (`end_turn`, or a call, accepted or failed, that ended it from within: a failed call can reach τ²'s
+        `max_errors`; the calls after it are answered as refused), else None.
         """
         ended: str | None = None
         for call in calls:
@@ -353,8 +354,10 @@ class Player:
                 }
             )
             record.transcript.append(tool_message(call.id, outcome.content))
-            if ended is None and outcome.verdict == ACCEPTED:
-                ended = "end_turn" if call.name == END_TURN else self._ended(session, record)
+            if ended is None and outcome.verdict == ACCEPTED and call.name == END_TURN:
+                ended = "end_turn"
+            elif ended is None:  # a failed call ends it too when it reaches a limit (τ²'s max_errors)
+                ended = self._ended(session, record)
         return ended
 
 

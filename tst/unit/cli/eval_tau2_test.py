@@ -157,3 +157,23 @@ def test_a_scripted_user_run_writes_its_settings_and_episodes_and_its_summary_sa
     assert summary["pass_k"]["1"]["value"] == 1.0
     [note] = [note for note in report["notes"] if "the user is scripted" in note]
     assert note.endswith("give a user model (user=..., --user-base-url) for that (2 of 2 episodes)")
+
+
+def test_failed_calls_that_reach_max_errors_end_the_episode_as_the_environment_ends_and_scores_it(tmp_path):
+    # Every call fails (no such task); the third trips max_errors=3, which ends the episode from within: the run
+    # stops there (three replies, not --max-turns), and the record keeps the environment's ending and its breakdown.
+    missing = call("update_task_status", {"task_id": "task_999", "status": "completed"})
+    out = tmp_path / "run.jsonl"
+    with scripted(lambda body, headers: Answer(completion(tool_calls=[missing]))) as model:
+        result = invoke(
+            "tau2-mock", "--split", "base", "--episodes", "1", "--base-url", model.url, "--out", str(out),
+            "--max-turns", "10", "-c", "max_errors=3",
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    assert (episode["ended_by"], episode["turns"], len(model.requests)) == ("ended", 3, 3)
+    assert episode["ending"] == "3 calls failed, the most an episode allows (max_errors=3)"
+    assert [call["verdict"] for call in episode["calls"]] == ["tool_error"] * 3
+    assert episode["reward"] == 0.0
+    assert episode["breakdown"]["ended"] == "the episode reached max_errors"
+    assert episode["breakdown"]["scored"] is False
