@@ -126,7 +126,11 @@ def eval_command(
     ] = None,
     trials: Annotated[
         int,
-        typer.Option(min=1, help="Play each episode this many times; the summary gives pass^k up to it."),
+        typer.Option(
+            min=1,
+            help="Play each episode this many times; the summary gives pass^k up to it (as τ²-bench: up to the "
+            "fewest scored plays of a task).",
+        ),
     ] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes in flight at once.")] = 8,
     max_turns: Annotated[
