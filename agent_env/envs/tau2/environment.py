@@ -64,7 +64,8 @@ class Tau2Environment(UserChat, Environment):
         user: Who plays the customer: an `agent_env.users.User`, "scripted" (the default: no model), or an
             `LLMUser`'s settings as a mapping (`{"base_url": ..., "model": ..., "api_key_env": ...}`).
         judge: The endpoint that judges natural-language assertions, as a mapping of its settings or a `Judge`;
-            None (the default) judges none, and a reward that needs them is DB only and says so.
+            None (the default) judges none: a reward that needs them leaves them out and says so, and one with no
+            other part to measure is not scored.
         max_steps: The most steps (each call and its answer, each message and its reply) before the episode ends
             unscored (0), as tau2-bench's `max_steps`.
         max_errors: The most calls that fail before the episode ends unscored (0), as tau2-bench's `max_errors`.
@@ -262,7 +263,8 @@ class Tau2Environment(UserChat, Environment):
 
         Raises:
             UserEndpointError: The user's endpoint failed: the episode cannot be scored.
-            JudgeEndpointError: The judge's endpoint failed: the episode cannot be scored.
+            JudgeEndpointError: The judge's endpoint failed, or the reward is nothing but assertions to judge and no
+                judge was given: the episode cannot be scored.
         """
         if self.task is None:
             raise ValueError("no episode to score: reset(task_id=...) first")

@@ -8,7 +8,9 @@ scored, with why, and their product.
   lower case with the message's commas removed.
 - ACTION: each reference action matches some call of the episode (`Action.matches`).
 - NL_ASSERTION: a judge (a model) finds each assertion met by the conversation; only with a judge. Without one the
-  part is left out and the breakdown says the reward is not the official metric.
+  part is left out and the breakdown says the reward is not the official metric; when it is the only part there is
+  to measure, nothing is, and the episode is not scored (`JudgeEndpointError`, naming the missing judge): a reward
+  over no part would be 1 whatever the agent did.
 
 An episode that ended any other way than the agent or the user stopping scores 0, as upstream.
 """
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from agent_env.envs.tau2.judge import judge_faults
 from agent_env.envs.tau2.store import Store
 from agent_env.envs.tau2.trajectory import ENDINGS, SCORED, Call, Termination
+from agent_env.errors import JudgeEndpointError
 from agent_env.users import ScriptedUser
 
 if TYPE_CHECKING:
@@ -62,7 +65,12 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
     """The reward of `env`'s episode and its breakdown (JSON values): `reward`, `basis`, `parts` (each with its
     `reward` and `why`), `ended`, `scored`, `official`, `faults` (the failed attempts of the user's and the judge's
     endpoints, retried ones included, as `user_...` and `judge_...` kinds), and `note` where something is left
-    out."""
+    out.
+
+    Raises:
+        JudgeEndpointError: The judge failed, or the task's reward has nothing but assertions to judge and no judge
+            was given: the episode cannot be scored.
+    """
     task = env.task
     assert task is not None
     breakdown: dict[str, Any] = {
@@ -102,6 +110,12 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
                 left_out.append(part)
             else:
                 parts[part] = _nl_assertions(env, task, judged)
+    if left_out and not parts:
+        raise JudgeEndpointError(
+            f"the task's reward is {' x '.join(criteria.reward_basis)}, and {', '.join(left_out)} needs a judge, "
+            "but none was given: with no part left to measure, the episode has no reward; give a judge with "
+            "judge={'base_url': ..., 'model': ...} (on the command line --judge-base-url and --judge-model)"
+        )
     breakdown["faults"].update(judge_faults(judged))
     reward = math.prod(item["reward"] for item in parts.values())
     breakdown.update(

@@ -177,3 +177,30 @@ def test_failed_calls_that_reach_max_errors_end_the_episode_as_the_environment_e
     assert episode["reward"] == 0.0
     assert episode["breakdown"]["ended"] == "the episode reached max_errors"
     assert episode["breakdown"]["scored"] is False
+
+
+def test_a_reward_of_nothing_but_assertions_without_a_judge_is_no_score_but_an_error_naming_the_judge(
+    tmp_path,
+):
+    shutil.copytree(Path(os.environ["AGENT_ENV_TAU2_DATA"]) / "mock", tmp_path / "data" / "mock")
+    tasks_file = tmp_path / "data" / "mock" / "tasks.json"
+    tasks = json.loads(tasks_file.read_text())
+    for task in tasks:
+        if task["id"] == "create_task_1_nl_eval":
+            task["evaluation_criteria"]["reward_basis"] = ["NL_ASSERTION"]
+    tasks_file.write_text(json.dumps(tasks))
+    rows = tmp_path / "rows.jsonl"
+    row = next(
+        r for r in AgentEnv.local("tau2-mock").dataset("base") if r["task_id"] == "create_task_1_nl_eval"
+    )
+    rows.write_text(json.dumps(dict(row)) + "\n")
+    out = tmp_path / "run.jsonl"
+    with scripted(creates_then_says_done) as model:
+        result = invoke("tau2-mock", "--rows", str(rows), "--base-url", model.url, "--out", str(out),
+                        "-c", f"data_dir={tmp_path / 'data'}")  # fmt: skip
+    assert result.exit_code == 1, result.output  # no episode ran to a reward
+    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    assert episode["ended_by"] == "error" and episode["reward"] is None
+    assert episode["error"].startswith("JudgeEndpointError at the reward (it could not be scored): ")
+    assert "NL_ASSERTION needs a judge, but none was given" in episode["error"]
+    assert episode["faults"] == {"judge_endpoint": 1}

@@ -33,6 +33,8 @@ def judged_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 "The agent marked the task completed",
                 "The agent was polite",
             ]
+        if task["id"] == "create_task_1_nl_eval":  # nothing but assertions to judge
+            task["evaluation_criteria"]["reward_basis"] = ["NL_ASSERTION"]
     (root / "mock" / "tasks.json").write_text(json.dumps(tasks))
     return root
 
@@ -59,6 +61,27 @@ def test_without_a_judge_the_reward_is_db_only_and_says_it_is_not_the_official_m
     )
     assert "on the command line --judge-base-url and --judge-model" in breakdown["note"]
     assert breakdown["faults"] == {}  # a scripted user has no endpoint to fail
+
+
+def test_without_a_judge_a_reward_of_nothing_but_assertions_is_no_reward_and_says_the_judge_is_missing(
+    judged_data,
+):
+    create = [("create_task", {"user_id": "user_1", "title": "Important Meeting"})]
+    env = AgentEnv.local("tau2-mock", data_dir=judged_data)
+    with pytest.raises(
+        InfrastructureFailedError
+    ) as raised:  # a trainer leaves it out, eval counts it unscored
+        play(env, "create_task_1_nl_eval", create)
+    assert isinstance(raised.value.cause, JudgeEndpointError)
+    assert (
+        "the task's reward is NL_ASSERTION, and NL_ASSERTION needs a judge, but none was given: with no part left "
+        "to measure, the episode has no reward; give a judge with judge={'base_url': ..., 'model': ...}"
+    ) in str(raised.value)
+    met = {"results": [{"expectedOutcome": "x", "reasoning": "r", "metExpectation": True}] * 2}
+    with scripted(lambda body, headers: Answer(completion(json.dumps(met)))) as server:
+        judged = AgentEnv.local("tau2-mock", data_dir=judged_data, judge={"base_url": server.url, **FAST})
+        breakdown = play(judged, "create_task_1_nl_eval", create)
+    assert breakdown["reward"] == 1.0 and list(breakdown["parts"]) == ["NL_ASSERTION"]
 
 
 def test_a_judge_finds_each_assertion_met_or_not_and_the_reward_follows(judged_data):
