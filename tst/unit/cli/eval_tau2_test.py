@@ -204,3 +204,13 @@ def test_a_reward_of_nothing_but_assertions_without_a_judge_is_no_score_but_an_e
     assert episode["error"].startswith("JudgeEndpointError at the reward (it could not be scored): ")
     assert "NL_ASSERTION needs a judge, but none was given" in episode["error"]
     assert episode["faults"] == {"judge_endpoint": 1}
+
+
+def test_the_help_says_max_retries_and_timeout_are_the_agents_and_where_the_users_and_judges_are_set():
+    help_text = " ".join(CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "2000"}).stdout.split())
+    assert "Retries of a request to the agent's endpoint that met a 429" in help_text
+    assert (
+        "The simulated user's and the judge's retries are their own: -c user='{\"max_retries\": N}'"
+        in help_text
+    )
+    assert "--timeout and --max-retries are the agent's endpoint's only" in help_text
