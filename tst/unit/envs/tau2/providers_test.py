@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError
+from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError, ToolError
 from agent_env.session import Provider
 from agent_env.users import USER_CHANNEL, ScriptedUser
 
@@ -71,3 +71,15 @@ def test_served_rows_are_the_environments_rows(provider):
     assert provider.dataset_rows("base") == AgentEnv.local("tau2-mock", user=USER).provider.dataset_rows(
         "base"
     )
+
+
+def test_failed_calls_that_reach_max_errors_end_the_episode_and_the_session_says_so(provider):
+    # What eval reads after every call, failed ones too: the far side's ending crosses with the failure.
+    with provider.open() as session:
+        session.reset(task_id="update_task_1")
+        for _ in range(10):  # max_errors: 10
+            assert session.ended() is None
+            with pytest.raises(ToolError, match="Task task_9 not found"):
+                session.call_tool("update_task_status", {"task_id": "task_9", "status": "completed"})
+        assert session.ended() is not None
+        assert session.score().reward == 0.0
