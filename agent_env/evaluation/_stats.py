@@ -122,7 +122,8 @@ class ArmSummary:
         completion_tokens_per_episode: Mean completion tokens per scored episode, likewise.
         ended_by: Episodes by how they ended.
         faults: Episodes each fault touched, over all episodes; an episode that ended in an `error` counts what
-            ended it (`request_refused`, `not_a_completion`, `retries_exhausted`, `environment_error`).
+            ended it (`request_refused`, `not_a_completion`, `retries_exhausted`, `environment_error`,
+            `empty_reply`).
         errors: The first `ERRORS_KEPT` distinct errors that ended episodes (in the run's order), each with how
             many episodes it ended: why episodes failed, without reading the file.
         pass_k: pass^k (τ²-bench's leaderboard metric, as its `compute_metrics` computes it) for k from 1 to the

@@ -24,7 +24,16 @@ from agent_env.envs.tau2.tasks import Domain, EnvCall, HistoryMessage, Task, loa
 from agent_env.envs.tau2.trajectory import SCORED, Call, Termination
 from agent_env.errors import ToolError, UserEndpointError
 from agent_env.tools import END_TURN, Tool, ToolSet
-from agent_env.users import USER_CHANNEL, ChatMessage, ScriptedUser, User, UserChat, UserSetting, user_from
+from agent_env.users import (
+    ASIDE,
+    USER_CHANNEL,
+    ChatMessage,
+    ScriptedUser,
+    User,
+    UserChat,
+    UserSetting,
+    user_from,
+)
 
 SYSTEM_PROMPT = """<instructions>
 You are a customer service agent. Help the user as the policy below allows, and never beyond it.
@@ -227,7 +236,12 @@ class Tau2Environment(UserChat, Environment):
         self, name: str, arguments: Any, result: str | None, error: Exception | None
     ) -> str | None:
         """Keep the call in the episode's record; end the episode when the user has ended the conversation, the
-        agent transferred the user, or a limit was reached."""
+        agent transferred the user, or a limit was reached. An aside (`ASIDE`: the text of a reply that also
+        called tools) is the agent's words in the record, not a step or a call of its own, as upstream counts it."""
+        if name == ASIDE:
+            if error is None and isinstance(arguments, Mapping):
+                self.transcript.append(("assistant", str(arguments.get("text", ""))))
+            return None
         self.steps += 2
         text = result if result is not None else f"Error: {error}"
         if error is not None:

@@ -4,8 +4,9 @@ scored, with why, and their product.
 - DB: the episode's databases equal those that replaying the task's reference actions on fresh ones gives (a
   reference call that fails is passed over, as upstream does); reads never matter, every write does.
 - ENV_ASSERTION: each of the task's assertions holds on the episode's databases.
-- COMMUNICATE: each `communicate_info` string appears in some message of the agent's to the user, compared in
-  lower case with the message's commas removed.
+- COMMUNICATE: each `communicate_info` string appears in some text the agent wrote, compared in lower case with the
+  text's commas removed: its messages to the user, and the text of replies that also called tools (which upstream
+  keeps in the trajectory, though the user never reads it).
 - ACTION: each reference action matches some call of the episode (`Action.matches`).
 - NL_ASSERTION: a judge (a model) finds each assertion met by the conversation; only with a judge. Without one the
   part is left out and the breakdown says the reward is not the official metric; when it is the only part there is
@@ -193,7 +194,7 @@ def _communicate(env: Episode, task: Task) -> dict[str, Any]:
     if not wanted:
         return {"reward": 1.0, "why": "the task has nothing the agent must say"}
     said = [
-        text.lower().replace(",", "") for text in (env.chat.agent_texts() if env.chat is not None else [])
+        text.lower().replace(",", "") for text in (env.chat.agent_words() if env.chat is not None else [])
     ]
     missing = [info for info in wanted if not any(info.lower() in text for text in said)]
     if missing:

@@ -14,7 +14,7 @@ import pytest
 from agent_env import AgentEnv
 from agent_env.envs.tau2.judge import verdicts
 from agent_env.errors import InfrastructureFailedError, JudgeEndpointError
-from agent_env.users import USER_CHANNEL
+from agent_env.users import ASIDE, USER_CHANNEL
 from testbed.scripted import Answer, completion, scripted
 
 FAST = {"backoff": 0.001, "max_backoff": 0.01, "timeout": 5.0}
@@ -175,6 +175,31 @@ def test_communicate_counts_only_what_was_said_to_the_user_lower_cased_without_c
         silent["parts"]["COMMUNICATE"]["reward"] == 0.0
         and "never said to the user" in silent["parts"]["COMMUNICATE"]["why"]
     )
+
+
+def test_communicate_counts_an_aside_which_the_judge_reads_in_order_and_which_is_no_call_or_step():
+    # The text of a reply that also called tools (eval's `ASIDE`): upstream keeps it in the trajectory, where
+    # COMMUNICATE and the judge read it, as part of the agent's message to the environment, not a step of its own.
+    aside = "The agent acknowledged the previous context; the agent confirmed the task status was updated successfully"
+    with AgentEnv.local("tau2-mock").open() as session:
+        session.reset(
+            task_id="update_task_with_initialization_data", prompt=[{"role": "user", "content": "Hi."}]
+        )
+        env = session.environment
+        steps = env.steps
+        session.call_tool(ASIDE, {"text": aside})
+        session.call_tool("update_task_status", {"task_id": "task_2", "status": "completed"})
+        breakdown = session.score().breakdown
+    assert breakdown["reward"] == 1.0 and breakdown["parts"]["COMMUNICATE"]["reward"] == 1.0
+    assert env.transcript[-3:] == [
+        ("assistant", aside),
+        ("assistant", '[calls update_task_status({"task_id":"task_2","status":"completed"})]'),
+        ("tool", env.calls[-1].result),
+    ]
+    assert [call.name for call in env.calls][-1:] == ["update_task_status"] and ASIDE not in [
+        c.name for c in env.calls
+    ]
+    assert (env.steps - steps, env.errors) == (2, 0)  # the call's step only
 
 
 def test_a_task_with_no_evaluation_criteria_scores_1_whatever_the_episode_did_as_upstream(patched_data):
