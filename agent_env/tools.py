@@ -73,8 +73,9 @@ def tool(
             `**kwargs` for the rest; so its top level says `"additionalProperties": false`, or the method takes
             `**kwargs`. Values reach the method as plain JSON.
         hidden: Not published, so never offered to a model (nor listed, nor in the tool set's fingerprint), but
-            called by name like any tool, with the same validation, wherever the episode runs: how a harness tells
-            the environment what no tool call of the model's carries (`agent_env.users.ASIDE`).
+            called by name like any tool, with the same validation, by a session in process, served or on Ray (an
+            OpenEnv client knows only `agent_env.users.ASIDE`): how a harness tells the environment what no tool call
+            of the model's carries.
     """
     options = ToolOptions(name, description, input_schema, hidden)
 
