@@ -202,7 +202,8 @@ class UserEndpointError(ModelEndpointError):
 
 
 class JudgeEndpointError(ModelEndpointError):
-    """A judge's endpoint failed for good, or answered what cannot be read as its verdicts."""
+    """A judge's endpoint failed for good, or answered what cannot be read as its verdicts; or no judge was given for a
+    reward that has nothing else to measure."""
 
     code = "judge_endpoint"
 

@@ -39,13 +39,18 @@ class ToolOptions:
     name: str | None = None
     description: str | None = None
     input_schema: dict[str, Any] | None = None
+    hidden: bool = False
 
 
 @overload
 def tool(function: F, /) -> F: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, input_schema: dict[str, Any] | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+    hidden: bool = False,
 ) -> Callable[[F], F]: ...
 def tool(
     function: Callable[..., Any] | None = None,
@@ -54,6 +59,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: dict[str, Any] | None = None,
+    hidden: bool = False,
 ) -> Any:
     """Mark an environment method as a tool the model can call.
 
@@ -66,8 +72,12 @@ def tool(
             per property (`Annotated[..., Field(alias="from")]` for a name that is no Python identifier), or
             `**kwargs` for the rest; so its top level says `"additionalProperties": false`, or the method takes
             `**kwargs`. Values reach the method as plain JSON.
+        hidden: Not published, so never offered to a model (nor listed, nor in the tool set's fingerprint), but
+            called by name like any tool, with the same validation, by a session in process, served or on Ray (an
+            OpenEnv client knows only `agent_env.users.ASIDE`): how a harness tells the environment what no tool call
+            of the model's carries.
     """
-    options = ToolOptions(name, description, input_schema)
+    options = ToolOptions(name, description, input_schema, hidden)
 
     def mark(method: F) -> F:
         setattr(method, _MARK, options)
@@ -99,6 +109,8 @@ class Tool:
     is_async: bool
     published_elsewhere: bool = False
     listed_schema: Any = None
+    hidden: bool = False
+    """Not published: `ToolSet.resolve` finds it, nothing that lists tools does (`tool(hidden=True)`)."""
 
     def published(self) -> dict[str, Any]:
         """The tool as MCP lists it: `name`, `description`, `inputSchema`."""
@@ -187,6 +199,7 @@ class Tool:
             validator=validator,
             convert=convert,
             is_async=inspect.iscoroutinefunction(function),
+            hidden=options.hidden,
         )
 
 
@@ -231,11 +244,13 @@ def _check_name(name: str) -> None:
 
 
 class ToolSet(Mapping[str, Tool]):
-    """The tools of one environment class, by name, in definition order."""
+    """The published tools of one environment class, by name, in definition order; its hidden ones
+    (`tool(hidden=True)`) only `resolve` finds."""
 
     def __init__(self, tools: list[Tool]) -> None:
-        self._tools = {tool.name: tool for tool in tools}
-        self.published: list[dict[str, Any]] = [tool.published() for tool in tools]
+        self._tools = {tool.name: tool for tool in tools if not tool.hidden}
+        self._hidden = {tool.name: tool for tool in tools if tool.hidden}
+        self.published: list[dict[str, Any]] = [tool.published() for tool in self._tools.values()]
         self.fingerprint = fingerprint(self.published)
 
     @classmethod
@@ -266,8 +281,8 @@ class ToolSet(Mapping[str, Tool]):
         return self._tools[name]
 
     def resolve(self, name: str) -> Tool:
-        """The tool called `name`, or `UnknownToolError` listing the tools there are."""
-        found = self._tools.get(name)
+        """The tool called `name`, hidden ones too, or `UnknownToolError` listing the published tools."""
+        found = self._tools.get(name) or self._hidden.get(name)
         if found is None:
             raise UnknownToolError(f"unknown tool {short(name)}; the tools are: {', '.join(self._tools)}")
         return found

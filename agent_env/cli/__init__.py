@@ -7,6 +7,7 @@ is `agent_env.cli:main`.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -42,8 +43,17 @@ def agent_env() -> None:
     """Tool-using LLM environments whose tools publish their full JSON Schema."""
 
 
+def flowing(docstring: str | None) -> str | None:
+    """A command's docstring as its `--help` shows it: each paragraph one line, which the help wraps at the
+    terminal's width. Typer keeps a docstring's own line breaks, so lines wrapped for the source came out broken
+    twice on a narrower terminal, and a longer source line left a short one after it."""
+    if docstring is None:
+        return None
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in inspect.cleandoc(docstring).split("\n\n"))
+
+
 for _name, _command in COMMANDS.items():
-    app.command(_name)(_command)
+    app.command(_name, help=flowing(_command.__doc__))(_command)
 
 
 def main() -> None:

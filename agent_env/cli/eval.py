@@ -126,7 +126,11 @@ def eval_command(
     ] = None,
     trials: Annotated[
         int,
-        typer.Option(min=1, help="Play each episode this many times; the summary gives pass^k up to it."),
+        typer.Option(
+            min=1,
+            help="Play each episode this many times; the summary gives pass^k up to it (as τ²-bench: up to the "
+            "fewest scored plays of a task).",
+        ),
     ] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes in flight at once.")] = 8,
     max_turns: Annotated[
@@ -169,10 +173,21 @@ def eval_command(
         typer.Option(help="JSON object of more request fields, e.g. '{\"top_k\": 20}'."),
     ] = None,
     timeout: Annotated[
-        float, typer.Option(callback=_above_zero, help="Seconds one request may take.")
+        float,
+        typer.Option(
+            callback=_above_zero,
+            help="Seconds one request to the agent's endpoint may take (the user's and the judge's: "
+            "-c user='{\"timeout\": S}', 300 unless set).",
+        ),
     ] = 300.0,
     max_retries: Annotated[
-        int, typer.Option(min=0, help="Retries of a request that met a 429, 5xx, timeout or lost connection.")
+        int,
+        typer.Option(
+            min=0,
+            help="Retries of a request to the agent's endpoint that met a 429, 5xx, timeout or lost connection. "
+            "The simulated user's and the judge's retries are their own: -c user='{\"max_retries\": N}' (and "
+            "judge=...), 3 unless set.",
+        ),
     ] = 3,
     plot: Annotated[
         Path | None,
@@ -226,14 +241,16 @@ def eval_command(
 
     Each request sends ENV's tools with their published schemas; each call runs through a session as in training
     (the same validation, the same error text TRL gives the model). An episode ends on end_turn, on a reply with no
-    tool calls, or at --max-turns (10 unless ENV has a simulated user); its reward is the environment's. The API key comes from --api-key-env's
-    variable (OPENAI_API_KEY; unset sends none), never from an option. See docs/eval.md.
+    tool calls, or at --max-turns (10 unless ENV has a simulated user); its reward is the environment's. The API key
+    comes from --api-key-env's variable (OPENAI_API_KEY; unset sends none), never from an option. See docs/eval.md.
 
     An environment with a simulated user (tau2-airline, tau2-retail, tau2-mock) is played by the official protocol:
     a plain reply goes to the user, whose answer comes back as the next user message. --user-* name the user's own
     endpoint (without them the user is scripted, which is not the benchmark's user), each over its key of a
     -c user='{...}' setting, --judge-* the judge of natural-language assertions likewise, and --trials k gives
     pass^k. An episode there takes dozens of replies, and reaching --max-turns scores 0, so it defaults to 200.
+    --timeout and --max-retries are the agent's endpoint's only: the user's and the judge's are their own settings,
+    -c user='{"max_retries": N, "timeout": S}' (and -c judge=...).
     """
     from contextlib import nullcontext
 

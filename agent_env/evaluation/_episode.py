@@ -1,9 +1,9 @@
 """Play one episode against the endpoint: reset a session, ask the model, run its calls, and score it.
 
-An episode ends when an accepted `end_turn` call ends it, when a call ends it from within (`Session.ended`: a user
-said goodbye, a limit was reached), on a reply with no tool calls, or after `max_turns` replies; its reward is then
-the environment's (`session.score()`, which ends a running episode first), with the breakdown where the environment
-gives one. A reply's calls run in order through the session, each answered by a tool message, as TRL's tool loop
+An episode ends when an accepted `end_turn` call ends it, when a call, accepted or failed, ends it from within
+(`Session.ended`: a user said goodbye, a limit was reached), on a reply with no tool calls, or after `max_turns`
+replies; its reward is then the environment's (`session.score()`, which ends a running episode first), with the
+breakdown where the environment gives one. A reply's calls run in order through the session, each answered by a tool message, as TRL's tool loop
 runs them. A request that fails for good, an environment that raises outside a tool call (an `UnscoredEpisodeError`:
 its reset or setup, its end_turn or reward, on every provider), or a tool call whose environment's host, server or
 simulated user fails (a `RemoteError`: a served episode gone, a Ray actor lost, an MCP server dead, a user's
@@ -15,9 +15,12 @@ are counted beside the agent endpoint's.
 An environment with a simulated user (it publishes `message_user`, `agent_env.users.USER_CHANNEL`) is played by
 the official protocol of such benchmarks (τ²-bench's): the model is not offered `message_user` nor `end_turn`; a
 reply without tool calls is its message to the user, sent through `message_user`, whose answer comes back as a user
-message; the episode ends when a call ends it (the user says goodbye, a transfer). A reply that both writes text and
-calls tools, or does neither, breaks the protocol and ends the episode as `agent_error`; that, and reaching
-`max_turns`, score 0, as the benchmark scores an episode that neither side ended.
+message; the episode ends when a call ends it (the user says goodbye, a transfer). Reaching `max_turns` scores 0, as
+the benchmark scores an episode that neither side ended. The rest is τ²-bench's default, with which its leaderboard
+runs (`enforce_communication_protocol` off): a reply that both writes text and calls tools runs its calls, and its
+text, which goes to the environment with them and never to the user, is still the agent's words in the record
+(`agent_env.users.ASIDE`), where COMMUNICATE counts it; a reply with neither, which upstream refuses, retries and
+leaves out of its metrics, ends the episode as `error`, unscored and counted (`empty_reply`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from agent_env.errors import ModelEndpointError, UnscoredEpisodeError
+from agent_env.errors import ModelEndpointError, UnknownToolError, UnscoredEpisodeError
 from agent_env.evaluation._arms import Arm
 from agent_env.evaluation._calls import ACCEPTED, run_call
 from agent_env.evaluation._messages import tool_message
@@ -40,11 +43,15 @@ from agent_env.llm import ChatClient, RequestFailedError, Sampling
 from agent_env.session import Provider, Session
 from agent_env.tools import END_TURN
 from agent_env.training.trl import own_paragraph
-from agent_env.users import USER_CHANNEL
+from agent_env.users import ASIDE, USER_CHANNEL
 
 ENDINGS = ("end_turn", "ended", "no_tool_calls", "max_turns", "agent_error", "error")
 """How an episode can end: `ended` is a call that ended it from within (the environment says why, in `ending`);
-`agent_error` a reply that broke a simulated user's protocol."""
+`agent_error`, scored 0, a reply that broke a simulated user's protocol in runs before the protocol was τ²-bench's
+default (a reply with both text and calls; one with neither is now an `error`, `EMPTY_REPLY`): read in their files,
+never written, and played again by `--resume`."""
+EMPTY_REPLY = "empty_reply"
+"""The fault of an episode ended by a reply with neither text nor a tool call under a simulated user's protocol."""
 ENVIRONMENT_ERROR = "environment_error"
 """The fault counted against an episode that its environment ended (reset, reward or a served session failed); a
 request that failed for good is counted as its `RequestFailedError.fault`, and a model the environment asks (its
@@ -210,7 +217,10 @@ class Player:
             record.transcript = opening(task.row.get("prompt"), own_paragraph(observation, task.row))
             record.opening = len(record.transcript)
             record.ended_by = await self._turns(opened, arm, task, record, faults)
-            if self._talks_to_user() and record.ended_by in ("max_turns", "agent_error"):
+            # "error": a reply the user's protocol cannot take ended it, unscored (`record.error` says why)
+            if record.ended_by == "error":
+                pass
+            elif self._talks_to_user() and record.ended_by == "max_turns":
                 record.reward = 0.0
                 record.ending = record.ending or f"the episode reached --max-turns ({self.max_turns})"
                 record.breakdown = {"reward": 0.0, "note": f"{record.ending}: neither the agent nor the user "
@@ -303,26 +313,38 @@ class Player:
     async def _user_turn(
         self, session: Session, reply: Any, turn: int, record: Episode, faults: Counter[str]
     ) -> str | None:
-        """One reply under the user protocol: its calls run, or its text goes to the user and the user's answer
-        comes back as a user message. Returns how the episode ended, or None while it goes on."""
+        """One reply under the user protocol, as τ²-bench plays it by default (`enforce_communication_protocol`
+        off): its calls run, any text beside them going to the environment's record, not the user (`ASIDE`); or its
+        text goes to the user and the user's answer comes back as a user message. A reply with neither ends the
+        episode unscored. Returns how the episode ended, or None while it goes on."""
         text = reply.content.strip()
-        if reply.tool_calls and text:
-            faults["text_with_calls"] += 1
-            record.ending = (
-                "a reply both wrote to the user and called tools, which the protocol does not allow"
-            )
-            return "agent_error"
         if reply.tool_calls:
+            if text:
+                faults["text_with_calls"] += 1
+                await self._aside(session, text, faults)
             if len(reply.tool_calls) > 1:
                 faults["parallel_calls"] += 1
             return await self._run_calls(session, reply.tool_calls, turn, record, faults)
         if not text:
-            faults["empty_reply"] += 1
-            record.ending = "a reply wrote nothing to the user and called no tool"
-            return "agent_error"
+            faults[EMPTY_REPLY] += 1
+            record.error = (
+                "the model's reply had neither text nor a tool call, which τ²-bench's protocol cannot take: "
+                "upstream retries such a simulation and leaves it out of its metrics as an infrastructure error; "
+                "here the episode is unscored, and --resume plays it again"
+            )
+            return "error"
         answer = await self._blocking(lambda: session.call_tool(USER_CHANNEL, {"message": text}))
         record.transcript.append({"role": "user", "content": answer})
         return self._ended(session, record)
+
+    async def _aside(self, session: Session, text: str, faults: Counter[str]) -> None:
+        """Tell the environment the text of a reply that also calls tools: its words for its record (τ²-bench's
+        COMMUNICATE counts them), which no user reads. An environment without `ASIDE` keeps no such record: counted
+        (`aside_unheard`), and the episode goes on."""
+        try:
+            await self._blocking(lambda: session.call_tool(ASIDE, {"text": text}))
+        except UnknownToolError:
+            faults["aside_unheard"] += 1
 
     def _ended(self, session: Session, record: Episode) -> str | None:
         """`ended` once a call has ended the episode from within (the environment's reason kept), else None."""
@@ -336,7 +358,8 @@ class Player:
         self, session: Session, calls: Sequence[Any], turn: int, record: Episode, faults: Counter[str]
     ) -> str | None:
         """Run a reply's calls in order, each answered by a tool message; how the episode ended if one ended it
-        (`end_turn`, or a call that ended it from within; the calls after it are answered as refused), else None.
+        (`end_turn`, or a call, accepted or failed, that ended it from within: a failed call can reach τ²'s
+        `max_errors`; the calls after it are answered as refused), else None.
         """
         ended: str | None = None
         for call in calls:
@@ -353,8 +376,10 @@ class Player:
                 }
             )
             record.transcript.append(tool_message(call.id, outcome.content))
-            if ended is None and outcome.verdict == ACCEPTED:
-                ended = "end_turn" if call.name == END_TURN else self._ended(session, record)
+            if ended is None and outcome.verdict == ACCEPTED and call.name == END_TURN:
+                ended = "end_turn"
+            elif ended is None:  # a failed call ends it too when it reaches a limit (τ²'s max_errors)
+                ended = self._ended(session, record)
         return ended
 
 

@@ -3,7 +3,8 @@ written and flushed as the episode ends, so a killed run loses only the episodes
 
 `--resume` reads the file back: its settings must be this run's, a last line cut short by the kill is dropped, and
 every episode that ran to a reward is not played again (one that ended in an `error` is: the server failed it, not
-the model). Where an episode appears twice, its last line is the one that counts.
+the model; and so is one an earlier version ended as `agent_error`, by a protocol rule since dropped). Where an
+episode appears twice, its last line is the one that counts.
 """
 
 from __future__ import annotations
@@ -61,9 +62,11 @@ class RunFile:
             self._write({"type": "run", **header})
 
     def finished(self, arm: str, episode: str) -> bool:
-        """Whether `episode` of `arm` already ran to a reward."""
+        """Whether `episode` of `arm` already ran to a reward this run keeps: not one that ended in an `error`, nor
+        one an earlier version ended as `agent_error` (scored 0 for a reply with both text and calls, which
+        τ²-bench's default protocol plays on), so a resumed run scores every episode by one protocol."""
         found = self.episodes.get((arm, episode))
-        return found is not None and found.scored()
+        return found is not None and found.scored() and found.ended_by != "agent_error"
 
     def append(self, episode: Episode) -> None:
         """Write `episode`'s line and flush it."""

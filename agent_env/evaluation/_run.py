@@ -135,8 +135,9 @@ async def aevaluate(
         split: The dataset split whose rows start the episodes.
         episodes: How many to play: the split's first rows, cycling with a new seed each time round; all rows
             when None (and required for an environment without a dataset).
-        trials: How many times to play each of them (each play with its own seed); the summary gives pass^k for k
-            up to it, τ²-bench's leaderboard metric.
+        trials: How many times to play each of them (each play with its own seed); the summary gives pass^k,
+            τ²-bench's leaderboard metric, for k up to it (up to the fewest scored plays of a task, and says so,
+            when episodes that ended in an error leave a task fewer).
         concurrency: Episodes in flight at once.
         max_turns: The most replies an episode gets; None for the default: `USER_MAX_TURNS` (200, τ²-bench's
             `max_steps`) for an environment with a simulated user, whose own step limit then ends its episodes (a
@@ -213,7 +214,7 @@ async def aevaluate(
         played=len(todo),
         skipped=len(tasks) * len(chosen) - len(todo),
         episodes_per_minute=len(todo) / elapsed * 60 if todo and elapsed > 0 else None,
-        notes=[*notes, *reply_notes(summaries), *breakdown_notes(played)],
+        notes=[*notes, *reply_notes(summaries), *pass_notes(summaries, trials), *breakdown_notes(played)],
         unrenderable={name: why for arm in chosen for name, why in arm.unrenderable.items()},
         out=str(out),
         episodes=played,
@@ -336,6 +337,23 @@ def reply_notes(summaries: list[ArmSummary]) -> list[str]:
             "'Pointing it at a server', says how"
         ]
     return []
+
+
+def pass_notes(summaries: list[ArmSummary], trials: int) -> list[str]:
+    """Where pass^k stops below the trials asked: a task kept fewer scored plays (the others ended in an error), and
+    τ²-bench takes k only up to the fewest plays any task has, averaging each k over every task."""
+    found = []
+    for summary in summaries:
+        fewest = max(summary.pass_k, default=0)
+        if 0 < fewest < trials:
+            where = f" in arm {summary.arm}" if len(summaries) > 1 else ""
+            found.append(
+                f"pass^k stops at k={fewest}, below --trials {trials}{where}: the task played least has only "
+                f"{fewest} scored {'play' if fewest == 1 else 'plays'} (its others ended in an error, which "
+                "τ²-bench leaves out too), and τ²-bench takes k only up to the fewest plays a task has, averaging "
+                "each pass^k over every task"
+            )
+    return found
 
 
 def breakdown_notes(episodes: list[Episode]) -> list[str]:

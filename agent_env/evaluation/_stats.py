@@ -122,12 +122,14 @@ class ArmSummary:
         completion_tokens_per_episode: Mean completion tokens per scored episode, likewise.
         ended_by: Episodes by how they ended.
         faults: Episodes each fault touched, over all episodes; an episode that ended in an `error` counts what
-            ended it (`request_refused`, `not_a_completion`, `retries_exhausted`, `environment_error`).
+            ended it (`request_refused`, `not_a_completion`, `retries_exhausted`, `environment_error`,
+            `empty_reply`).
         errors: The first `ERRORS_KEPT` distinct errors that ended episodes (in the run's order), each with how
             many episodes it ended: why episodes failed, without reading the file.
-        pass_k: pass^k for k from 1 to the most plays of a task (τ²-bench's leaderboard metric): each task's
-            chance that k plays drawn from its scored ones all succeed (reward 1), averaged over the tasks played
-            at least k times; with how many tasks it rests on.
+        pass_k: pass^k (τ²-bench's leaderboard metric, as its `compute_metrics` computes it) for k from 1 to the
+            fewest scored plays any task has (so below `--trials` when a task lost plays to errors): each task's
+            chance that k plays drawn from its scored ones all succeed (reward within 1e-6 of 1), averaged over every
+            task with a scored play; with how many tasks it rests on.
     """
 
     arm: str
@@ -231,24 +233,24 @@ def summarize(episodes: Iterable[Episode], arm: str) -> ArmSummary:
     )
 
 
-SUCCESS = 1.0 - 1e-6
-"""The reward at or above which an episode counts as a success for pass^k, as τ²-bench counts it."""
+SUCCESS_TOLERANCE = 1e-6
+"""How near 1 a reward must be to count as a success for pass^k, as τ²-bench's `is_successful` counts it."""
 
 
 def pass_hat_k(episodes: Iterable[Episode]) -> dict[int, Estimate]:
-    """pass^k for k = 1 up to the most scored plays of one task: the mean over tasks (a play's id before `#`) of
-    C(successes, k) / C(plays, k), over the tasks with at least k scored plays."""
+    """pass^k of scored `episodes` as τ²-bench's `compute_metrics` computes it: k runs from 1 to the fewest plays
+    any task has, and pass^k is the mean over every task (a play's id before `#`) of C(successes, k) / C(plays, k).
+
+    Every task counts at every k, so a task that lost plays to errors lowers the largest k for all of them rather
+    than leaving the larger k to the tasks that kept theirs (those would skew it toward the tasks played most)."""
     plays: dict[str, list[bool]] = {}
     for episode in episodes:
-        plays.setdefault(episode.episode.split("#")[0], []).append((episode.reward or 0.0) >= SUCCESS)
-    most = max((len(results) for results in plays.values()), default=0)
+        success = abs((episode.reward or 0.0) - 1.0) <= SUCCESS_TOLERANCE
+        plays.setdefault(episode.episode.split("#")[0], []).append(success)
+    fewest = min((len(results) for results in plays.values()), default=0)
     found = {}
-    for k in range(1, most + 1):
-        values = [
-            math.comb(sum(results), k) / math.comb(len(results), k)
-            for results in plays.values()
-            if len(results) >= k
-        ]
+    for k in range(1, fewest + 1):
+        values = [math.comb(sum(results), k) / math.comb(len(results), k) for results in plays.values()]
         found[k] = Estimate(float(np.mean(values)), math.nan, math.nan, len(values))
     return found
 

@@ -120,7 +120,7 @@ def _rows(summaries: list[ArmSummary], report: Report) -> list[list[str]]:
 
 
 def _pass_rows(summaries: list[ArmSummary]) -> list[list[str]]:
-    """pass^k for each k, when some task was played more than once (`--trials`)."""
+    """pass^k for each k, when every task kept at least two scored plays (`--trials`)."""
     most = max((max(s.pass_k, default=0) for s in summaries), default=0)
     if most < 2:
         return []

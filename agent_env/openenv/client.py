@@ -2,7 +2,8 @@
 
 `OpenEnvProvider(url)` lists the server's tools once (a `list_tools` step), puts each tool's `input_schema` (or
 `inputSchema`) through agent_env's normalizer and metaschema check, and adds agent_env's `end_turn` unless the
-server has its own. An `OpenEnvSession` is one WebSocket, so one environment instance on the server: `reset` sends
+server has its own (and, beside a simulated user's `message_user`, its hidden `agent_aside`, which no listing
+shows). An `OpenEnvSession` is one WebSocket, so one environment instance on the server: `reset` sends
 the dataset row, a tool call is validated here and refused before it leaves the process if it breaks the schema,
 and the reward is the one the last step that returned one carried (OpenEnv's environments reward a step, often the
 one that ends the episode, with `done: true`). Only `/ws` is used, never OpenEnv's `POST /mcp`, because that path
@@ -15,6 +16,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from agent_env.environment import TURN_ENDED, Environment
@@ -43,6 +45,7 @@ from agent_env.server.errors import (
 )
 from agent_env.session import EpisodeState, Session, episode_label, nothing_to_score, require_running
 from agent_env.tools import END_TURN, Tool, ToolSet
+from agent_env.users import ASIDE, USER_CHANNEL, UserChat
 
 _REFUSALS = frozenset({wire.CAPACITY_REACHED, wire.FACTORY_ERROR, wire.SESSION_ERROR})
 """Error codes a server sends before it closes the connection: no session there."""
@@ -168,6 +171,8 @@ class OpenEnvProvider:
             raise ToolDefinitionError(f"the OpenEnv server at {self.url} lists tool names twice: {twice}")
         if END_TURN not in names:
             tools.append(_END_TURN)
+        if USER_CHANNEL in names and ASIDE not in names:  # a user's channel has its hidden aside beside it
+            tools.append(_ASIDE)
         return tools
 
     def _restore(
@@ -430,6 +435,13 @@ def _end_turn(session: OpenEnvSession, /) -> str:
 _local_end_turn = Environment.tools[END_TURN]
 _END_TURN = Tool.from_schema(END_TURN, _local_end_turn.description, _local_end_turn.input_schema, _end_turn)
 """agent_env's `end_turn`, for servers without one: it ends the episode here, and sends nothing."""
+
+_local_aside = ToolSet.collect(UserChat).resolve(ASIDE)
+_ASIDE = replace(
+    Tool.from_schema(ASIDE, _local_aside.description, _local_aside.input_schema, _remote(ASIDE)), hidden=True
+)
+"""agent_env's hidden `agent_aside` (`agent_env.users.ASIDE`), which an agent_env server's `message_user` has beside
+it though no listing shows it: sent to the server like any call, so an eval's asides reach a served τ² episode."""
 
 
 __all__ = ["OpenEnvProvider", "OpenEnvSession", "WebSocketTransport"]

@@ -8,7 +8,7 @@ conversation ends when the user writes an ending marker. Under TRL the user's re
 """
 
 from agent_env.errors import UserEndpointError
-from agent_env.users._channel import USER_CHANNEL, UserChat, UserSetting, user_from
+from agent_env.users._channel import ASIDE, USER_CHANNEL, UserChat, UserSetting, user_from
 from agent_env.users._chat import (
     ENDINGS,
     GREETING,
@@ -23,6 +23,7 @@ from agent_env.users._chat import (
 from agent_env.users._user import ScriptedUser, User, UserTool
 
 __all__ = [
+    "ASIDE",
     "ENDINGS",
     "GREETING",
     "OUT_OF_SCOPE",

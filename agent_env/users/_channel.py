@@ -3,7 +3,9 @@
 Under TRL the agent can only act through tools, so it reaches the user through this one, and the user's reply is a
 tool result (which TRL masks from the loss: the simulator's words are never trained on). `agent-env eval` plays the
 official protocol instead: a reply of the agent's without tool calls goes to the user through this same tool, and
-the answer comes back as a user message. Either way the environment keeps one record of the conversation.
+the answer comes back as a user message; the text of a reply that also calls tools goes to no one, as τ²-bench
+plays it, and reaches the environment's record through a hidden tool, `agent_aside`. Either way the environment
+keeps one record of the conversation.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from agent_env.users._user import ScriptedUser, User
 
 USER_CHANNEL = "message_user"
 """The tool through which an agent talks to its simulated user; `agent-env eval` routes plain replies to it."""
+ASIDE = "agent_aside"
+"""The hidden tool (`tool(hidden=True)`: never offered to a model) through which `agent-env eval` tells the
+environment the text of a reply that also called tools: said, so τ²-bench's COMMUNICATE counts it, but sent to no one
+(the user never reads it)."""
 
 UserSetting = User | Mapping[str, Any] | str | None
 """How a user is named in an environment's configuration: a `User`; "scripted"; the settings of an `LLMUser` as a
@@ -92,6 +98,19 @@ class UserChat:
         chat.messages.append(answer)
         chat.ended = ending_of(answer.text)
         return answer.text
+
+    @tool(name=ASIDE, hidden=True)
+    def agent_aside(self, text: Annotated[str, Field(min_length=1)]) -> str:
+        """Keep what the agent wrote beside its tool calls in the same reply: its words, which the user never reads.
+
+        Args:
+            text: The reply's text.
+        """
+        chat = self.chat
+        if chat is None:
+            raise EpisodeStateError("there is no conversation to keep it in: the episode has not started one")
+        chat.asides.append(text)
+        return ""
 
     def user_tools(self) -> Sequence[Mapping[str, Any]]:
         """The user's own tools (`name`, `description`, `inputSchema`); none by default."""

@@ -73,6 +73,9 @@ class Chat:
         failure: What stopped the user from answering (its endpoint failed for good), or None.
         faults: Failed attempts of the user's endpoint, by kind, including ones a retry recovered from (the
             opening's too).
+        asides: What the agent wrote in replies that also called tools, in order: its words, but sent to no one, so
+            never in `messages`, which the user reads (τ²-bench sends such a reply to the environment, not the user,
+            and its COMMUNICATE still counts the text).
     """
 
     scenario: Scenario
@@ -80,6 +83,7 @@ class Chat:
     ended: str | None = None
     failure: str | None = None
     faults: Counter[str] = field(default_factory=Counter)
+    asides: list[str] = field(default_factory=list)
 
     def reported_faults(self) -> dict[str, int]:
         """`faults` as records report them beside the agent's endpoint's: each kind prefixed `user_`, sorted."""
@@ -88,3 +92,8 @@ class Chat:
     def agent_texts(self) -> list[str]:
         """What the agent said to the user, in order."""
         return [message.text for message in self.messages if message.role == "agent"]
+
+    def agent_words(self) -> list[str]:
+        """Everything the agent wrote: what it said to the user, then its asides (what τ²-bench's COMMUNICATE
+        reads)."""
+        return [*self.agent_texts(), *self.asides]

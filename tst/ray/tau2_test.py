@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError
-from agent_env.users import USER_CHANNEL, ScriptedUser
+from agent_env.users import ASIDE, USER_CHANNEL, ScriptedUser
 
 USER = ScriptedUser(["Please mark task_1 completed."], then="Thanks. ###STOP###")
 
@@ -43,3 +43,16 @@ def test_the_rows_come_from_the_environment_in_this_process(env):
     assert env.provider.dataset_rows("base") == AgentEnv.local("tau2-mock", user=USER).provider.dataset_rows(
         "base"
     )
+
+
+def test_an_aside_reaches_the_actors_episode_and_counts_as_said(env):
+    # eval's hidden ASIDE (the text of a reply that also called tools) crosses to the actor like any call.
+    said = "The agent acknowledged the previous context; the agent confirmed the task status was updated successfully"
+    assert ASIDE not in {tool["name"] for tool in env.tools()}
+    with env.open() as session:
+        session.reset(task_id="update_task_with_initialization_data")
+        session.call_tool(ASIDE, {"text": said})
+        session.call_tool("update_task_status", {"task_id": "task_2", "status": "completed"})
+        session.call_tool(USER_CHANNEL, {"message": "Anything else?"})
+        score = session.score()
+    assert score.reward == 1.0 and score.breakdown["parts"]["COMMUNICATE"]["reward"] == 1.0

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from agent_env import Environment, Tool, ToolArgumentError, ToolDefinitionError, tool
+from agent_env import Environment, Tool, ToolArgumentError, ToolDefinitionError, UnknownToolError, tool
 from testbed.toy import ToyDesk
 
 
@@ -316,3 +316,36 @@ def test_a_receiver_annotated_as_self_is_the_receiver():
 
     published = define(lookup=tool(lookup)).tools["lookup"]
     assert list(published.input_schema["properties"]) == ["isbn"]
+
+
+def test_a_hidden_tool_is_not_published_listed_nor_fingerprinted_but_resolves_and_validates_by_name():
+    class Noted(Environment):
+        @tool
+        def look(self) -> str:
+            """Look around."""
+            return "a room"
+
+        @tool(hidden=True)
+        def note(self, text: Annotated[str, Field(min_length=1)]) -> str:
+            """Keep a note.
+
+            Args:
+                text: The note.
+            """
+            return text
+
+    class Plain(Environment):
+        @tool
+        def look(self) -> str:
+            """Look around."""
+            return "a room"
+
+    assert [published["name"] for published in Noted.tools.published] == ["look", "end_turn"]
+    assert list(Noted.tools) == ["look", "end_turn"] and "note" not in Noted.tools
+    assert Noted.tools.fingerprint == Plain.tools.fingerprint
+    hidden = Noted.tools.resolve("note")
+    assert hidden.hidden and hidden.bind({"text": "seen"}) == {"text": "seen"}
+    with pytest.raises(ToolArgumentError, match="text"):
+        hidden.bind({"text": ""})
+    with pytest.raises(UnknownToolError, match=r"the tools are: look, end_turn$"):
+        Noted.tools.resolve("nothing")

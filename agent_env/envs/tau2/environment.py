@@ -24,7 +24,16 @@ from agent_env.envs.tau2.tasks import Domain, EnvCall, HistoryMessage, Task, loa
 from agent_env.envs.tau2.trajectory import SCORED, Call, Termination
 from agent_env.errors import ToolError, UserEndpointError
 from agent_env.tools import END_TURN, Tool, ToolSet
-from agent_env.users import USER_CHANNEL, ChatMessage, ScriptedUser, User, UserChat, UserSetting, user_from
+from agent_env.users import (
+    ASIDE,
+    USER_CHANNEL,
+    ChatMessage,
+    ScriptedUser,
+    User,
+    UserChat,
+    UserSetting,
+    user_from,
+)
 
 SYSTEM_PROMPT = """<instructions>
 You are a customer service agent. Help the user as the policy below allows, and never beyond it.
@@ -64,7 +73,8 @@ class Tau2Environment(UserChat, Environment):
         user: Who plays the customer: an `agent_env.users.User`, "scripted" (the default: no model), or an
             `LLMUser`'s settings as a mapping (`{"base_url": ..., "model": ..., "api_key_env": ...}`).
         judge: The endpoint that judges natural-language assertions, as a mapping of its settings or a `Judge`;
-            None (the default) judges none, and a reward that needs them is DB only and says so.
+            None (the default) judges none: a reward that needs them leaves them out and says so, and one with no
+            other part to measure is not scored.
         max_steps: The most steps (each call and its answer, each message and its reply) before the episode ends
             unscored (0), as tau2-bench's `max_steps`.
         max_errors: The most calls that fail before the episode ends unscored (0), as tau2-bench's `max_errors`.
@@ -226,7 +236,12 @@ class Tau2Environment(UserChat, Environment):
         self, name: str, arguments: Any, result: str | None, error: Exception | None
     ) -> str | None:
         """Keep the call in the episode's record; end the episode when the user has ended the conversation, the
-        agent transferred the user, or a limit was reached."""
+        agent transferred the user, or a limit was reached. An aside (`ASIDE`: the text of a reply that also
+        called tools) is the agent's words in the record, not a step or a call of its own, as upstream counts it."""
+        if name == ASIDE:
+            if error is None and isinstance(arguments, Mapping):
+                self.transcript.append(("assistant", str(arguments.get("text", ""))))
+            return None
         self.steps += 2
         text = result if result is not None else f"Error: {error}"
         if error is not None:
@@ -262,7 +277,8 @@ class Tau2Environment(UserChat, Environment):
 
         Raises:
             UserEndpointError: The user's endpoint failed: the episode cannot be scored.
-            JudgeEndpointError: The judge's endpoint failed: the episode cannot be scored.
+            JudgeEndpointError: The judge's endpoint failed, or the reward is nothing but assertions to judge and no
+                judge was given: the episode cannot be scored.
         """
         if self.task is None:
             raise ValueError("no episode to score: reset(task_id=...) first")

@@ -4,11 +4,14 @@ scored, with why, and their product.
 - DB: the episode's databases equal those that replaying the task's reference actions on fresh ones gives (a
   reference call that fails is passed over, as upstream does); reads never matter, every write does.
 - ENV_ASSERTION: each of the task's assertions holds on the episode's databases.
-- COMMUNICATE: each `communicate_info` string appears in some message of the agent's to the user, compared in
-  lower case with the message's commas removed.
+- COMMUNICATE: each `communicate_info` string appears in some text the agent wrote, compared in lower case with the
+  text's commas removed: its messages to the user, and the text of replies that also called tools (which upstream
+  keeps in the trajectory, though the user never reads it).
 - ACTION: each reference action matches some call of the episode (`Action.matches`).
 - NL_ASSERTION: a judge (a model) finds each assertion met by the conversation; only with a judge. Without one the
-  part is left out and the breakdown says the reward is not the official metric.
+  part is left out and the breakdown says the reward is not the official metric; when it is the only part there is
+  to measure, nothing is, and the episode is not scored (`JudgeEndpointError`, naming the missing judge): a reward
+  over no part would be 1 whatever the agent did.
 
 An episode that ended any other way than the agent or the user stopping scores 0, as upstream.
 """
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from agent_env.envs.tau2.judge import judge_faults
 from agent_env.envs.tau2.store import Store
 from agent_env.envs.tau2.trajectory import ENDINGS, SCORED, Call, Termination
+from agent_env.errors import JudgeEndpointError
 from agent_env.users import ScriptedUser
 
 if TYPE_CHECKING:
@@ -62,7 +66,12 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
     """The reward of `env`'s episode and its breakdown (JSON values): `reward`, `basis`, `parts` (each with its
     `reward` and `why`), `ended`, `scored`, `official`, `faults` (the failed attempts of the user's and the judge's
     endpoints, retried ones included, as `user_...` and `judge_...` kinds), and `note` where something is left
-    out."""
+    out.
+
+    Raises:
+        JudgeEndpointError: The judge failed, or the task's reward has nothing but assertions to judge and no judge
+            was given: the episode cannot be scored.
+    """
     task = env.task
     assert task is not None
     breakdown: dict[str, Any] = {
@@ -102,6 +111,12 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
                 left_out.append(part)
             else:
                 parts[part] = _nl_assertions(env, task, judged)
+    if left_out and not parts:
+        raise JudgeEndpointError(
+            f"the task's reward is {' x '.join(criteria.reward_basis)}, and {', '.join(left_out)} needs a judge, "
+            "but none was given: with no part left to measure, the episode has no reward; give a judge with "
+            "judge={'base_url': ..., 'model': ...} (on the command line --judge-base-url and --judge-model)"
+        )
     breakdown["faults"].update(judge_faults(judged))
     reward = math.prod(item["reward"] for item in parts.values())
     breakdown.update(
@@ -179,7 +194,7 @@ def _communicate(env: Episode, task: Task) -> dict[str, Any]:
     if not wanted:
         return {"reward": 1.0, "why": "the task has nothing the agent must say"}
     said = [
-        text.lower().replace(",", "") for text in (env.chat.agent_texts() if env.chat is not None else [])
+        text.lower().replace(",", "") for text in (env.chat.agent_words() if env.chat is not None else [])
     ]
     missing = [info for info in wanted if not any(info.lower() in text for text in said)]
     if missing:

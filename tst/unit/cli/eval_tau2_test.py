@@ -157,3 +157,60 @@ def test_a_scripted_user_run_writes_its_settings_and_episodes_and_its_summary_sa
     assert summary["pass_k"]["1"]["value"] == 1.0
     [note] = [note for note in report["notes"] if "the user is scripted" in note]
     assert note.endswith("give a user model (user=..., --user-base-url) for that (2 of 2 episodes)")
+
+
+def test_failed_calls_that_reach_max_errors_end_the_episode_as_the_environment_ends_and_scores_it(tmp_path):
+    # Every call fails (no such task); the third trips max_errors=3, which ends the episode from within: the run
+    # stops there (three replies, not --max-turns), and the record keeps the environment's ending and its breakdown.
+    missing = call("update_task_status", {"task_id": "task_999", "status": "completed"})
+    out = tmp_path / "run.jsonl"
+    with scripted(lambda body, headers: Answer(completion(tool_calls=[missing]))) as model:
+        result = invoke(
+            "tau2-mock", "--split", "base", "--episodes", "1", "--base-url", model.url, "--out", str(out),
+            "--max-turns", "10", "-c", "max_errors=3",
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    assert (episode["ended_by"], episode["turns"], len(model.requests)) == ("ended", 3, 3)
+    assert episode["ending"] == "3 calls failed, the most an episode allows (max_errors=3)"
+    assert [call["verdict"] for call in episode["calls"]] == ["tool_error"] * 3
+    assert episode["reward"] == 0.0
+    assert episode["breakdown"]["ended"] == "the episode reached max_errors"
+    assert episode["breakdown"]["scored"] is False
+
+
+def test_a_reward_of_nothing_but_assertions_without_a_judge_is_no_score_but_an_error_naming_the_judge(
+    tmp_path,
+):
+    shutil.copytree(Path(os.environ["AGENT_ENV_TAU2_DATA"]) / "mock", tmp_path / "data" / "mock")
+    tasks_file = tmp_path / "data" / "mock" / "tasks.json"
+    tasks = json.loads(tasks_file.read_text())
+    for task in tasks:
+        if task["id"] == "create_task_1_nl_eval":
+            task["evaluation_criteria"]["reward_basis"] = ["NL_ASSERTION"]
+    tasks_file.write_text(json.dumps(tasks))
+    rows = tmp_path / "rows.jsonl"
+    row = next(
+        r for r in AgentEnv.local("tau2-mock").dataset("base") if r["task_id"] == "create_task_1_nl_eval"
+    )
+    rows.write_text(json.dumps(dict(row)) + "\n")
+    out = tmp_path / "run.jsonl"
+    with scripted(creates_then_says_done) as model:
+        result = invoke("tau2-mock", "--rows", str(rows), "--base-url", model.url, "--out", str(out),
+                        "-c", f"data_dir={tmp_path / 'data'}")  # fmt: skip
+    assert result.exit_code == 1, result.output  # no episode ran to a reward
+    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    assert episode["ended_by"] == "error" and episode["reward"] is None
+    assert episode["error"].startswith("JudgeEndpointError at the reward (it could not be scored): ")
+    assert "NL_ASSERTION needs a judge, but none was given" in episode["error"]
+    assert episode["faults"] == {"judge_endpoint": 1}
+
+
+def test_the_help_says_max_retries_and_timeout_are_the_agents_and_where_the_users_and_judges_are_set():
+    help_text = " ".join(CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "2000"}).stdout.split())
+    assert "Retries of a request to the agent's endpoint that met a 429" in help_text
+    assert (
+        "The simulated user's and the judge's retries are their own: -c user='{\"max_retries\": N}'"
+        in help_text
+    )
+    assert "--timeout and --max-retries are the agent's endpoint's only" in help_text

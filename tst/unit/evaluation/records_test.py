@@ -59,6 +59,22 @@ def test_resume_plays_only_what_did_not_finish_and_sums_up_the_whole_run(run, tm
     assert [line["ended_by"] for line in episodes if line["episode"] == "test/1"] == ["error", "end_turn"]
 
 
+def test_resume_plays_again_an_episode_an_earlier_version_ended_as_agent_error(run, tmp_path):
+    # Earlier versions scored 0 a reply with both text and calls under a user's protocol (`agent_error`); τ²-bench's
+    # default plays on, so a resumed run plays such an episode again rather than keep a score by the old rule.
+    with scripted(toy_policy) as server:
+        run(server.url, episodes=2, concurrency=1)
+        path = tmp_path / "run.jsonl"
+        header, first, second = lines(path)
+        first.update(ended_by="agent_error", reward=0.0)
+        path.write_text("".join(json.dumps(line) + "\n" for line in (header, first, second)))
+        server.requests.clear()
+        report = run(server.url, episodes=2, concurrency=1, resume=True)
+    assert {body["seed"] for body, _ in server.requests} == {first["seed"]}
+    assert (report.played, report.skipped) == (1, 1)
+    assert report.summaries[0].ended_by == {"end_turn": 2}
+
+
 def test_a_last_line_cut_short_by_a_kill_is_dropped_and_its_episode_played_again(run, tmp_path):
     with scripted(toy_policy) as server:
         run(server.url, episodes=2, concurrency=1)

@@ -10,8 +10,9 @@ import pytest
 
 from agent_env import AgentEnv, Environment, tool
 from agent_env.envs.gridsim.desk import GridSimDesk
-from agent_env.evaluation import plan
+from agent_env.evaluation import Episode, plan, summarize
 from agent_env.evaluation._arms import lossy_arm
+from agent_env.evaluation._run import pass_notes
 from agent_env.training._render_check import plan_tools
 from agent_env.training.families import family_of
 from agent_env.training.templates import resolve_template
@@ -207,3 +208,18 @@ def test_a_run_file_that_fails_stops_the_run_with_its_error_and_every_session_is
     with scripted(slow) as server, pytest.raises(OSError, match="No space left on device"):
         run(server.url, concurrency=4, episodes=8)
     assert opened and all(session.state.name == "CLOSED" for session in opened)
+
+
+def test_the_summary_says_where_pass_k_stops_below_the_trials_asked_and_why():
+    def played(key: str, reward: float | None) -> Episode:
+        return Episode(arm="full", episode=key, position=0, seed=0, task={}, reward=reward,
+                       ended_by="error" if reward is None else "ended", error=None, turns=1, calls=[], faults={},
+                       tokens=None, wall_time=0.0, transcript=[])  # fmt: skip
+
+    lost_one = [played("a", 1.0), played("a#1", 1.0), played("a#2", 1.0), played("b", 1.0), played("b#1", None),
+                played("b#2", 0.0)]  # fmt: skip
+    [note] = pass_notes([summarize(lost_one, "full")], trials=3)
+    assert note.startswith(
+        "pass^k stops at k=2, below --trials 3: the task played least has only 2 scored plays"
+    )
+    assert pass_notes([summarize(lost_one[:3], "full")], trials=3) == []  # every task kept its plays

@@ -17,7 +17,7 @@ def episode(
     arm: str, key: str, reward: float | None, verdicts: list[tuple[str, str]] = (), **more: Any
 ) -> Episode:
     settings: dict[str, Any] = {
-        "arm": arm, "episode": key, "position": int(key[1:]), "seed": 0, "task": {}, "reward": reward,
+        "arm": arm, "episode": key, "position": int(key[1:]) if key[1:].isdigit() else 0, "seed": 0, "task": {}, "reward": reward,
         "ended_by": "end_turn" if reward is not None else "error", "error": None, "turns": 1,
         "calls": [{"name": name, "verdict": verdict} for name, verdict in verdicts], "faults": {}, "tokens": None,
         "wall_time": 0.0, "transcript": [],
@@ -102,3 +102,27 @@ def test_a_summary_scores_finished_episodes_counts_calls_and_the_episodes_each_f
         summary.prompt_tokens_per_episode == 300
     )  # the one scored episode with usage that is the last of its key
     assert summary.ended_by == {"end_turn": 2, "error": 1}
+
+
+def plays(task: str, *rewards: float | None) -> list[Episode]:
+    """One task's plays in order (`task`, `task#1`, ...), None for one that ended in an error."""
+    return [
+        episode("full", f"{task}#{index}" if index else task, reward) for index, reward in enumerate(rewards)
+    ]
+
+
+def test_pass_k_goes_up_to_the_fewest_scored_plays_and_averages_each_k_over_every_task_as_tau2_does():
+    # a: 3 scored plays, 2 succeed; b: 2 scored (its third failed), both succeed; c: 3 scored, 2 succeed (one
+    # within 1e-6 of 1, one not). τ²-bench stops at k = 2, b's plays; averaging each k over the tasks played at
+    # least k times would have gone on to pass^3 = 0 over a and c alone.
+    played = [*plays("a", 1.0, 1.0, 0.0), *plays("b", 1.0, 1.0, None), *plays("c", 0.999, 1 - 1e-7, 1.0)]
+    pass_k = summarize(played, "full").pass_k
+    assert list(pass_k) == [1, 2]
+    assert pass_k[1].value == pytest.approx((2 / 3 + 1 + 2 / 3) / 3) and pass_k[1].n == 3
+    assert pass_k[2].value == pytest.approx((1 / 3 + 1 + 1 / 3) / 3) and pass_k[2].n == 3
+
+
+def test_pass_k_of_tasks_all_played_as_often_is_each_tasks_chance_averaged():
+    played = [*plays("a", 1.0, 0.0), *plays("b", 1.0, 1.0)]
+    pass_k = summarize(played, "full").pass_k
+    assert {k: estimate.value for k, estimate in pass_k.items()} == {1: 0.75, 2: 0.5}

@@ -73,12 +73,49 @@ def test_a_plain_reply_goes_to_the_user_and_the_users_goodbye_ends_a_scored_epis
     assert report.summaries[0].ended_by == {"ended": 1}
 
 
-def test_a_reply_with_both_text_and_calls_breaks_the_protocol_and_scores_zero(tmp_path):
-    agent = agent_that(lambda body: Answer(completion("Creating it now.", tool_calls=[CREATE])))
-    _, [episode], _, _ = run(agent, user_that_stops, tmp_path)
-    assert episode["ended_by"] == "agent_error" and episode["reward"] == 0.0
-    assert "both wrote to the user and called tools" in episode["ending"]
+SAID = "The agent acknowledged the previous context; the agent confirmed the task status was updated successfully."
+"""What task update_task_with_initialization_data must say (its communicate_info), in one text."""
+
+
+def row(task_id: str) -> dict[str, Any]:
+    return next(dict(r) for r in AgentEnv.local("tau2-mock").dataset("base") if r["task_id"] == task_id)
+
+
+def test_a_reply_with_text_and_calls_runs_the_calls_and_its_text_counts_as_said_though_the_user_never_reads_it(
+    tmp_path,
+):
+    # τ²-bench's default protocol: the reply goes to the environment, not the user, and stays in the trajectory,
+    # where COMMUNICATE reads its text. Here that text alone says what the task must say.
+    update = call("update_task_status", {"task_id": "task_2", "status": "completed"})
+    agent = agent_that(
+        lambda body: Answer(completion(SAID, tool_calls=[update])),
+        lambda body: Answer(completion("Is there anything else?")),
+    )
+    _, [episode], _, simulated = run(
+        agent, user_that_stops, tmp_path, rows=[row("update_task_with_initialization_data")], episodes=None
+    )
+    assert episode["ended_by"] == "ended" and episode["reward"] == 1.0
+    parts = episode["breakdown"]["parts"]
+    assert parts["DB"]["reward"] == 1.0 and parts["COMMUNICATE"]["reward"] == 1.0
+    assert [call["verdict"] for call in episode["calls"]] == ["accepted"]
     assert episode["faults"] == {"text_with_calls": 1}
+    reply = episode["transcript"][episode["opening"]]
+    assert reply["role"] == "assistant" and reply["content"] == SAID and reply["tool_calls"]
+    heard = [message["content"] for body, _ in simulated.requests for message in body["messages"]]
+    assert SAID not in heard and "Is there anything else?" in heard
+
+
+def test_a_reply_with_neither_text_nor_calls_ends_the_episode_unscored_and_counted(tmp_path):
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=[CREATE])), lambda body: Answer(completion("  "))
+    )
+    report, [episode], _, _ = run(agent, user_that_stops, tmp_path)
+    assert (episode["ended_by"], episode["reward"], episode["breakdown"]) == ("error", None, None)
+    assert episode["error"].startswith(
+        "the model's reply had neither text nor a tool call, which τ²-bench's protocol cannot take"
+    )
+    assert episode["faults"] == {"empty_reply": 1} and episode["turns"] == 2
+    assert report.summaries[0].failed == 1 and report.summaries[0].faults == {"empty_reply": 1}
 
 
 def test_an_episode_that_reaches_max_turns_scores_zero_as_neither_side_ended_it(tmp_path):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent_env import AgentEnv, Environment, EpisodeEndedError, ToolArgumentError
-from agent_env.users import USER_CHANNEL, Scenario, ScriptedUser, UserChat, user_from
+from agent_env.users import ASIDE, USER_CHANNEL, Scenario, ScriptedUser, UserChat, user_from
 
 
 class Helpdesk(UserChat, Environment):
@@ -72,3 +72,17 @@ def test_a_user_is_named_by_a_user_the_word_scripted_or_an_llm_users_settings(se
 def test_a_setting_that_names_no_user_says_what_does():
     with pytest.raises(ValueError, match=r"pass a User .*'scripted', or an LLM user's settings"):
         user_from(42)
+
+
+def test_an_aside_is_kept_as_the_agents_words_but_never_published_nor_read_by_the_user():
+    assert ASIDE not in {tool["name"] for tool in Helpdesk.tools.published}
+    with AgentEnv.local(Helpdesk).open() as session:
+        session.reset()
+        assert session.call_tool(ASIDE, {"text": "Restarting it now."}) == ""
+        with pytest.raises(ToolArgumentError, match="text"):
+            session.call_tool(ASIDE, {"text": ""})
+        session.call_tool(USER_CHANNEL, {"message": "Restarted."})
+        chat = session.environment.chat
+        assert chat.asides == ["Restarting it now."]
+        assert "Restarting it now." not in [message.text for message in chat.messages]  # what the user reads
+        assert chat.agent_words()[-1] == "Restarting it now." and "Restarted." in chat.agent_words()

@@ -145,6 +145,37 @@ def test_every_tasks_reference_actions_score_1_and_change_the_database_exactly_w
         assert (oracle(episode.env.db) != base_dumps) == writes, task.id
 
 
+# COMMUNICATE: what the agent must say.
+
+
+def said(airline: Tau2Airline, task_id: str, message: str | None) -> Any:
+    """Task `task_id`'s reference actions played, then `message` (if any) said to the user; its breakdown."""
+    episode = Episode(task_id)
+    for call in actions(airline.data.task(task_id)):
+        episode.session.call_tool(call["name"], call["arguments"])
+    if message is not None:
+        episode.call("message_user", message=message)
+    return episode.session.score().breakdown
+
+
+def test_communicate_fails_an_airline_episode_whose_database_is_right_when_the_refund_is_never_said(
+    airline: Tau2Airline,
+) -> None:
+    for message in (None, "Your refund is on its way.", "Your refund is $1,620."):
+        breakdown = said(airline, "7", message)  # task 7 must say the refund, 1628
+        assert breakdown["parts"]["DB"]["reward"] == 1.0
+        assert breakdown["parts"]["COMMUNICATE"] == {"reward": 0.0, "why": "never said to the user: ['1628']"}
+        assert breakdown["reward"] == 0.0 and breakdown["basis"] == ["DB", "COMMUNICATE"]
+
+
+def test_communicate_removes_the_messages_commas_so_a_refund_of_1_628_dollars_says_1628(
+    airline: Tau2Airline,
+) -> None:
+    breakdown = said(airline, "7", "Your refund of $1,628 is on its way.")
+    assert breakdown["parts"]["COMMUNICATE"] == {"reward": 1.0, "why": "said to the user: ['1628']"}
+    assert breakdown["reward"] == 1.0
+
+
 # Dropping or changing one write.
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError
+from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError, ToolError
 from agent_env.session import Provider
-from agent_env.users import USER_CHANNEL, ScriptedUser
+from agent_env.users import ASIDE, USER_CHANNEL, ScriptedUser
 
 USER = ScriptedUser(["Please mark task_1 completed."], then="Thanks. ###STOP###")
 
@@ -71,3 +71,31 @@ def test_served_rows_are_the_environments_rows(provider):
     assert provider.dataset_rows("base") == AgentEnv.local("tau2-mock", user=USER).provider.dataset_rows(
         "base"
     )
+
+
+def test_failed_calls_that_reach_max_errors_end_the_episode_and_the_session_says_so(provider):
+    # What eval reads after every call, failed ones too: the far side's ending crosses with the failure.
+    with provider.open() as session:
+        session.reset(task_id="update_task_1")
+        for _ in range(10):  # max_errors: 10
+            assert session.ended() is None
+            with pytest.raises(ToolError, match="Task task_9 not found"):
+                session.call_tool("update_task_status", {"task_id": "task_9", "status": "completed"})
+        assert session.ended() is not None
+        assert session.score().reward == 0.0
+
+
+def test_an_aside_reaches_the_far_sides_record_and_counts_as_said(provider):
+    # eval's ASIDE is hidden from every listing, the OpenEnv client's too, yet crosses both wires to the episode.
+    said = "The agent acknowledged the previous context; the agent confirmed the task status was updated successfully"
+    assert ASIDE not in {tool["name"] for tool in provider.tools()}
+    rewards = []
+    for aside in (said, None):
+        with provider.open() as session:
+            session.reset(task_id="update_task_with_initialization_data")
+            if aside is not None:
+                session.call_tool(ASIDE, {"text": aside})
+            session.call_tool("update_task_status", {"task_id": "task_2", "status": "completed"})
+            session.call_tool(USER_CHANNEL, {"message": "Anything else?"})
+            rewards.append(session.score().reward)
+    assert rewards == [1.0, 0.0]  # without the aside, nothing the task must say was said
