@@ -19,7 +19,8 @@ from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._guard import OPEN_PATHS, RequestGuard
 from agent_env.server._http import ControlApi, unrouted
-from agent_env.server._limits import (
+from agent_env.server._mcp import McpEndpoint
+from agent_env.server.limits import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -30,8 +31,7 @@ from agent_env.server._limits import (
     LOOPBACK_ORIGINS,
     Limits,
 )
-from agent_env.server._mcp import McpEndpoint
-from agent_env.server._surface import Surface
+from agent_env.server.surface import Surface
 
 logger = logging.getLogger("agent_env.server")
 
@@ -83,7 +83,7 @@ def build_app(
         mcp_row: The dataset row an MCP session's episode starts from when the client names none in the endpoint's
             URL (`/mcp?seed=7`); None: the first row of the environment's `test` split (else `train`), or the
             empty row for an environment without a dataset.
-        surfaces: Other wire protocols to serve beside MCP, each a `Surface` (`agent_env/server/_surface.py`):
+        surfaces: Other wire protocols to serve beside MCP, each a `Surface` (`agent_env/server/surface.py`):
             `[OpenEnvSurface()]` (from `agent_env.openenv`) serves OpenEnv's `/ws`, its `POST /mcp` dialect,
             `/health`, `/schema` and `/metadata` under `/openenv`, as `agent-env serve --openenv` does. See
             docs/openenv.md.

@@ -1,5 +1,6 @@
-"""The package's import graph, read with `ast`: no module imports itself back through others, and no room imports one
-above it in the layer order docs/architecture.md states.
+"""The package's import graph, read with `ast`: no module imports itself back through others, no room imports one
+above it in the layer order docs/architecture.md states, and no room but the server imports the server's private
+modules (a surface takes what it needs from `agent_env.server.surface`).
 
 Every import counts: at module level, inside functions, and under `TYPE_CHECKING` (a type-only circle is a circle).
 An edge goes to the module an import names (`from agent_env.server import errors` names `agent_env.server.errors`;
@@ -163,6 +164,19 @@ def upward_imports(graph: Graph, layers: list[set[str]]) -> list[str]:
     return found
 
 
+def private_imports(graph: Graph, package: str) -> list[str]:
+    """Every import of one of `package`'s private modules (`package._x`, and anything under one) by a module
+    outside `package`."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        if module == package or module.startswith(f"{package}."):
+            continue
+        for target in sorted(targets):
+            if target.startswith(f"{package}._"):
+                found.append(f"{module} imports {target}")
+    return found
+
+
 @pytest.fixture(scope="module")
 def graph() -> dict[str, set[str]]:
     return import_graph(PACKAGE)
@@ -196,6 +210,33 @@ def test_every_room_has_one_place_in_the_layer_order(graph, layers):
 
 def test_no_room_imports_one_above_it_or_beside_it(graph, layers):
     assert upward_imports(graph, layers) == []
+
+
+def test_no_module_outside_the_server_imports_its_private_modules(graph):
+    assert private_imports(graph, "agent_env.server") == [], (
+        "a surface takes what it needs from agent_env.server.surface (the seam), and other rooms from the server's "
+        "public modules (errors, limits, app, client) or its package; make what is missing public there"
+    )
+
+
+def test_the_private_import_check_finds_an_import_of_a_private_module_from_outside_only():
+    graph = {
+        "agent_env.server": {"agent_env.server._serve"},
+        "agent_env.server._http": {"agent_env.server._json"},
+        "agent_env.server.surface": {"agent_env.server._http"},
+        "agent_env.openenv.server._socket": {"agent_env.server._json", "agent_env.server.surface"},
+        "agent_env.cli.serve": {
+            "agent_env.server",
+            "agent_env.server.limits",
+            "agent_env.server._serve.inner",
+        },
+        "agent_env.serverless": {"agent_env.server._serve"},
+    }
+    assert private_imports(graph, "agent_env.server") == [
+        "agent_env.cli.serve imports agent_env.server._serve.inner",
+        "agent_env.openenv.server._socket imports agent_env.server._json",
+        "agent_env.serverless imports agent_env.server._serve",
+    ]
 
 
 def test_the_circle_check_finds_and_names_a_circle_in_a_small_graph():
