@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agent_env.cli._command import Command
 from agent_env.cli._options import ConfigOption, McpHeaderOption, McpOption, constructor_arguments, reported
 from agent_env.envs import DEFAULT_ENVIRONMENT
 from agent_env.errors import AgentEnvError
@@ -148,3 +149,6 @@ def parse_row(text: str | None) -> dict[str, Any] | None:
     if not isinstance(row, dict):
         raise ValueError(f"--mcp-row must be a JSON object, like '{{\"seed\": 3}}', not {text!r}")
     return row
+
+
+COMMAND = Command("serve", 10, serve)
