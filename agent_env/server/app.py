@@ -91,15 +91,12 @@ def build_app(
 
     Raises:
         LookupError: `environment` names no environment.
-        TypeError: `environment` is neither an `Environment` subclass nor an `MCPEnvironment` (or `openenv_prefix=`
-            is given: pass `surfaces=[OpenEnvSurface(prefix)]`).
+        TypeError: `environment` is neither an `Environment` subclass nor an `MCPEnvironment`, or `openenv_prefix=`
+            is given, which `build_app` took before OpenEnv's surface moved out (the message says what to pass).
         ValueError: A limit is out of range, or a surface cannot be served (it says why).
     """
     if "openenv_prefix" in config:  # build_app took it before OpenEnv's surface left this room
-        raise TypeError(
-            "build_app takes OpenEnv's surface as surfaces=[OpenEnvSurface(prefix)] (from agent_env.openenv), "
-            "not openenv_prefix="
-        )
+        raise TypeError(_openenv_prefix_gone(config["openenv_prefix"]))
     try:
         environment_class = load_environment(environment)
     except LookupError:
@@ -161,3 +158,16 @@ def build_app(
     app.state.sessions = sessions
     app.state.limits = limits
     return app
+
+
+def _openenv_prefix_gone(prefix: Any) -> str:
+    """What to pass instead of `openenv_prefix=`, which `build_app` took before OpenEnv's surface left `server/`."""
+    if prefix is None:
+        return (
+            "build_app no longer takes openenv_prefix=: drop it (None served no OpenEnv surface, and without "
+            "surfaces= none is served)"
+        )
+    return (
+        f"build_app no longer takes openenv_prefix=: serve OpenEnv's surface with "
+        f"surfaces=[OpenEnvSurface({prefix!r})] (from agent_env.openenv import OpenEnvSurface)"
+    )
