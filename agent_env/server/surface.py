@@ -1,18 +1,19 @@
 """The seam through which a wire protocol is served beside MCP and the control API: all a surface may use.
 
-`build_app(environment, surfaces=[...])` calls each surface's `mount` once, with the app's episodes and limits, and
-serves the routes of the `Mount` it answers with. Every request to them passes the server's guard first (token,
-Host and Origin, body size and values, WebSocket handshakes too), so a surface never forks the guards: it only tells
-them what they need to know. OpenEnv's (`agent_env.openenv.OpenEnvSurface`) is the first; any later protocol plugs
-in the same way, importing from this module (and the public `agent_env.server.errors`) only, and `agent_env.server`
-never imports one.
+`build_app(environment, surfaces=[...])` calls each surface's `mount` once, with the app's episodes and limits,
+and serves the routes of the `Mount` it answers with. Every request to them passes the server's guard first
+(token, Host and Origin, body size and values, WebSocket handshakes too), so a surface never forks the guards: it
+only tells them what they need to know. OpenEnv's (`agent_env.openenv.OpenEnvSurface`) is the first; any later
+protocol plugs in the same way, importing from the server only this module and `agent_env.server.errors`, and
+`agent_env.server` never imports one.
 
 What a surface may use:
 - `Surface`, the protocol it implements, and `Mount`, what it answers with;
-- `Episodes`, the registry's public face (open, reset, call, score and close episodes), and `ClientAdvice`, the
-  words its messages use to tell the surface's own clients what to do;
+- `Episodes`, the registry's public face (open, reset, call, score and close episodes), and `ClientAdvice`,
+  the words its messages use to tell the surface's own clients what to do;
 - `Limits`, the limits the app holds requests and episodes to;
-- `parse_json`, `NotJsonError` and `json_values`, to read a body or message as standard JSON within the limits;
+- `parse_json`, `NotJsonError` and `json_values`, to read a body or a message as standard JSON within the
+  limits;
 - `answered`, to answer an endpoint's errors in the server's wire form;
 - `Dialect`, how the guard answers a JSON-RPC request to the surface that it refuses for its size;
 - `MODEL_ERRORS`, the failures a surface answers inside the call's result, for the model to read and fix.
@@ -55,9 +56,9 @@ __all__ = [
 ]
 
 MODEL_ERRORS = (ToolError, EpisodeStateError, EpisodeNotFoundError, CallTimeoutError)
-"""The failures of a call that are the model's to fix (bad arguments, an unknown tool, an episode that has ended or
-expired, a call that timed out): every surface answers them inside the call's result, where the model reads them
-(MCP: a result with `isError: true`), and any other failure as the protocol's own error."""
+"""The failures of a call that are the model's to fix (bad arguments, an unknown tool, an episode that has ended
+or expired, a call that timed out): every surface answers them inside the call's result, where the model reads
+them (MCP: a result with `isError: true`), and any other failure as the protocol's own error."""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """The registry's episodes as OpenEnv sessions: which have a WebSocket attached, and each one's step count.
 
-An OpenEnv session is an episode of the server's registry (its `Episodes`) and its id is the episode id, so the control
-API and the OpenEnv surface act on the same episodes under the same limits. This keeps only what OpenEnv adds:
-a WebSocket attached to an episode (one at most), an `openenv/session/close` that waits for that socket to go, and
-the step count its `state` message reports.
+An OpenEnv session is an episode of the server's registry (`Episodes`, the registry's face a surface sees) and its
+id is the episode id, so the control API and the OpenEnv surface act on the same episodes under the same limits.
+This keeps only what OpenEnv adds: a WebSocket attached to an episode (one at most), an `openenv/session/close`
+that waits for that socket to go, and the step count its `state` message reports.
 """
 
 from __future__ import annotations
