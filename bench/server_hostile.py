@@ -33,8 +33,8 @@ import httpx
 import psutil
 
 from agent_env.errors import AgentEnvError
-from agent_env.server._limits import DEFAULT_MAX_BODY_VALUES
 from agent_env.server.app import build_app
+from agent_env.server.limits import DEFAULT_MAX_BODY_VALUES
 from bench._served import served
 
 MIB = 1024 * 1024

@@ -1,8 +1,9 @@
 """The `agent-env` command: one module per subcommand, each a thin typer function calling the layer that does it.
 
-A new command is a module here (a function whose docstring is its help, taking what it shares with the others from
-`_options`) and one entry in `COMMANDS`, whose order is the order `agent-env --help` lists them in. The console script
-is `agent_env.cli:main`.
+A new command is one new module here: a function whose docstring is its help, taking what it shares with the others
+from `_options`, and at the module's end `COMMAND = Command(name, place, function)` (from `_command`), its place
+being where `agent-env --help` lists it. The app finds every public module of this package and registers its command
+(`COMMANDS`). The console script is `agent_env.cli:main`.
 """
 
 from __future__ import annotations
@@ -13,22 +14,15 @@ from typing import Any
 
 import typer
 
-from agent_env.cli import check, demo, eval, render, rollout, serve, tools
+from agent_env.cli._command import commands
+from agent_env.cli.eval import eval_command
 
 __all__ = ["app", "eval_command", "main"]
 
 COMMANDS: dict[str, Callable[..., Any]] = {
-    "serve": serve.serve,
-    "tools": tools.tools,
-    "render": render.render,
-    "check": check.check,
-    "rollout": rollout.rollout,
-    "eval": eval.eval_command,
-    "demo": demo.demo,
+    command.name: command.function for command in commands(__name__, __path__)
 }
-"""Each command's name and function, in the order `--help` lists them."""
-
-eval_command = eval.eval_command
+"""Each command's name and function, in the order `--help` lists them: what each module of the package declares."""
 
 app = typer.Typer(
     name="agent-env",

@@ -6,7 +6,8 @@ imports inside its function.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,7 +15,6 @@ import typer
 
 from agent_env.envs import DEFAULT_ENVIRONMENT
 from agent_env.errors import AgentEnvError
-from agent_env.server._serve import parse_config
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,6 +69,20 @@ def constructor_arguments(config: list[str] | None) -> dict[str, Any]:
         ValueError: An option that is not key=value.
     """
     return parse_config(config or [])
+
+
+def parse_config(items: Iterable[str]) -> dict[str, Any]:
+    """Environment constructor arguments from `key=value` strings; a value that parses as JSON is that JSON."""
+    config: dict[str, Any] = {}
+    for item in items:
+        key, separator, text = item.partition("=")
+        if not separator or not key.strip().isidentifier():
+            raise ValueError(f"config {item!r} is not key=value (for example bundle=desk-v4)")
+        try:
+            config[key.strip()] = json.loads(text)
+        except ValueError:
+            config[key.strip()] = text
+    return config
 
 
 def open_target(

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from agent_env.cli._command import Command
 from agent_env.cli._options import (
     EnvironmentArgument,
     JsonOption,
@@ -115,3 +116,6 @@ def check(
                 f"agent-env check: a trainer's factory refuses {', '.join(refused)} (see why above)", err=True
             )
         raise typer.Exit(1)
+
+
+COMMAND = Command("check", 40, check)

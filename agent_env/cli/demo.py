@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from agent_env.cli._command import Command
 from agent_env.cli._options import reported, rich_console
 
 
@@ -41,3 +42,6 @@ def demo(
 
     with reported("demo"):
         run_demo(rich_console(), train=train, model=str(model) if model else None, steps=steps)
+
+
+COMMAND = Command("demo", 70, demo)

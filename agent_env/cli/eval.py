@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agent_env.cli._command import Command
 from agent_env.cli._options import (
     ConfigOption,
     EnvironmentArgument,
@@ -328,3 +329,6 @@ def eval_command(
     if not any(episode.scored() for episode in report.episodes):
         typer.echo("agent-env eval: no episode ran to a reward; see the faults", err=True)
         raise typer.Exit(1)
+
+
+COMMAND = Command("eval", 60, eval_command)

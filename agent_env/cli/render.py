@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agent_env.cli._command import Command
 from agent_env.cli._options import (
     EnvironmentArgument,
     McpHeaderOption,
@@ -92,3 +93,6 @@ def render(
             err=True,
         )
     typer.echo(prompt, nl=False)
+
+
+COMMAND = Command("render", 30, render)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from agent_env.cli._command import Command
 from agent_env.cli._options import EnvironmentArgument, TokenOption, open_target, reported, rich_console
 
 
@@ -64,3 +65,6 @@ def rollout(
             f"Drew {episode.task_id} as played by {best} (reward {episode.reward:.3f}) to {plot}",
             soft_wrap=True,
         )
+
+
+COMMAND = Command("rollout", 50, rollout)

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 import typer
 
+from agent_env.cli._command import Command
 from agent_env.cli._options import ConfigOption, McpHeaderOption, McpOption, constructor_arguments, reported
 from agent_env.envs import DEFAULT_ENVIRONMENT
 from agent_env.errors import AgentEnvError
-from agent_env.server._limits import (
+from agent_env.server.limits import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_HOST,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_BODY_VALUES,
     DEFAULT_MAX_EPISODES,
     DEFAULT_MCP_IDLE_TIMEOUT,
+    DEFAULT_PORT,
     LOOPBACK_ORIGINS,
 )
-from agent_env.server._serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_HOST, DEFAULT_PORT
 
 
 def serve(
@@ -105,8 +109,7 @@ def serve(
     from agent_env.envs import search_working_directory
     from agent_env.inspection.targets import environment_reference
     from agent_env.openenv.server import OpenEnvSurface
-    from agent_env.server._serve import parse_row
-    from agent_env.server._serve import serve as run_server
+    from agent_env.server import serve as run_server
 
     search_working_directory()  # as tools, render and check do
     with reported("serve", (ValueError, LookupError, ImportError, AgentEnvError)):  # not OSError, as before
@@ -133,3 +136,19 @@ def serve(
             surfaces=[OpenEnvSurface()] if openenv else [],
             **options,
         )
+
+
+def parse_row(text: str | None) -> dict[str, Any] | None:
+    """A dataset row from its JSON text (None stays None)."""
+    if text is None:
+        return None
+    try:
+        row = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"--mcp-row must be a JSON object, like '{{\"seed\": 3}}': {error}") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"--mcp-row must be a JSON object, like '{{\"seed\": 3}}', not {text!r}")
+    return row
+
+
+COMMAND = Command("serve", 10, serve)

@@ -7,6 +7,7 @@ from contextlib import closing
 
 import typer
 
+from agent_env.cli._command import Command
 from agent_env.cli._options import (
     EnvironmentArgument,
     JsonOption,
@@ -44,3 +45,6 @@ def tools(
     from agent_env.inspection.views import show_tools
 
     show_tools(rich_console(), listing)
+
+
+COMMAND = Command("tools", 20, tools)

@@ -2,7 +2,8 @@
 
 Importing this package loads only the errors; the client side (`RemoteProvider`, `RemoteSession`) loads httpx, and
 the server side (`build_app`, `serve`) the MCP SDK, starlette and uvicorn, when first touched. Other wire protocols
-plug into `build_app` from above as a `Surface` (OpenEnv's: `agent_env.openenv.OpenEnvSurface`).
+plug into `build_app` from above as a `Surface`, using only `agent_env.server.surface` (OpenEnv's:
+`agent_env.openenv.OpenEnvSurface`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from agent_env.server.errors import (
 
 if TYPE_CHECKING:
     from agent_env.server._serve import serve
-    from agent_env.server._surface import Mount, Surface
     from agent_env.server.app import build_app
     from agent_env.server.client import RemoteProvider, RemoteSession
+    from agent_env.server.surface import Mount, Surface
 
 _LAZY = {
-    "Mount": "agent_env.server._surface",
-    "Surface": "agent_env.server._surface",
+    "Mount": "agent_env.server.surface",
+    "Surface": "agent_env.server.surface",
     "RemoteProvider": "agent_env.server.client",
     "RemoteSession": "agent_env.server.client",
     "build_app": "agent_env.server.app",

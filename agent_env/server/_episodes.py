@@ -26,7 +26,6 @@ from agent_env._rows import dataset_rows
 from agent_env.environment import Environment
 from agent_env.errors import AgentEnvError, EpisodeStateError, InfrastructureFailedError, UnscoredEpisodeError
 from agent_env.schema._describe import short
-from agent_env.server._limits import Limits
 from agent_env.server._row_references import row_digest
 from agent_env.server._workers import JobTimeoutError, WorkerPool
 from agent_env.server.errors import (
@@ -40,6 +39,7 @@ from agent_env.server.errors import (
     TooManyEpisodesError,
     reset_error,
 )
+from agent_env.server.limits import Limits
 from agent_env.session import EpisodeState, LocalSession, Score
 
 logger = logging.getLogger("agent_env.server")

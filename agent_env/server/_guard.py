@@ -20,8 +20,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agent_env.errors import AgentEnvError
 from agent_env.server._http import BODY, error_response
 from agent_env.server._jsonrpc import ENDS, Dialect, refused_rpc
-from agent_env.server._limits import Limits
 from agent_env.server.errors import InvalidRequestError, RequestTooLargeError, UnauthorizedError
+from agent_env.server.limits import Limits
 
 OPEN_PATHS = frozenset({"/health"})
 """Paths answered without the token."""

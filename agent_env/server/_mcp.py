@@ -31,14 +31,15 @@ from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from agent_env._version import __version__
-from agent_env.errors import AgentEnvError, EpisodeStateError, ToolError
+from agent_env.errors import AgentEnvError
 from agent_env.server._bindings import MCP, SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._http import MCP_SESSION_HEADER, error_response
 from agent_env.server._json import NotJsonError, parse_json, read_json
 from agent_env.server._jsonrpc import invalid_id
-from agent_env.server._limits import Limits
-from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, ResetError, ServerUnavailableError
+from agent_env.server.errors import ResetError, ServerUnavailableError
+from agent_env.server.limits import Limits
+from agent_env.server.surface import MODEL_ERRORS
 
 EPISODE_META_KEY = "agent-env/episode_id"
 """The `_meta` key of every tool result that names the episode the call ran in."""
@@ -48,9 +49,6 @@ REWARD_META_KEY = "agent-env/reward"
 
 OBSERVATION_META_KEY = "agent-env/observation"
 """The `_meta` key of the result of a session's first call: the observation its episode started with."""
-
-MODEL_ERRORS = (ToolError, EpisodeStateError, EpisodeNotFoundError, CallTimeoutError)
-"""Errors sent back as tool results with `isError: true`, for the model to read."""
 
 INSTRUCTIONS = (
     "Each MCP session plays one episode of {name}. The session's first tool call starts it, from the dataset row in "

@@ -5,30 +5,29 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import ipaddress
-import json
 import logging
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_env.environment import Environment, EnvironmentReference
-from agent_env.server._limits import (
+from agent_env.server.limits import (
     DEFAULT_CALL_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_HOST,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_EPISODES,
+    DEFAULT_PORT,
     LOOPBACK_HOSTS,
 )
 
 if TYPE_CHECKING:
-    from agent_env.server._surface import Surface
+    from agent_env.server.surface import Surface
 
 logger = logging.getLogger("agent_env.server")
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
-DEFAULT_HEADER_TIMEOUT = 10.0
 GRACEFUL_SHUTDOWN = 5
 """Seconds requests still in flight get to finish when the server is asked to stop."""
 KEEP_ALIVE = 20
@@ -240,30 +239,3 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def parse_row(text: str | None) -> dict[str, Any] | None:
-    """A dataset row from its JSON text (None stays None)."""
-    if text is None:
-        return None
-    try:
-        row = json.loads(text)
-    except ValueError as error:
-        raise ValueError(f"--mcp-row must be a JSON object, like '{{\"seed\": 3}}': {error}") from None
-    if not isinstance(row, dict):
-        raise ValueError(f"--mcp-row must be a JSON object, like '{{\"seed\": 3}}', not {text!r}")
-    return row
-
-
-def parse_config(items: Iterable[str]) -> dict[str, Any]:
-    """Environment constructor arguments from `key=value` strings; a value that parses as JSON is that JSON."""
-    config: dict[str, Any] = {}
-    for item in items:
-        key, separator, text = item.partition("=")
-        if not separator or not key.strip().isidentifier():
-            raise ValueError(f"config {item!r} is not key=value (for example bundle=desk-v4)")
-        try:
-            config[key.strip()] = json.loads(text)
-        except ValueError:
-            config[key.strip()] = text
-    return config

@@ -19,7 +19,8 @@ from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
 from agent_env.server._guard import OPEN_PATHS, RequestGuard
 from agent_env.server._http import ControlApi, unrouted
-from agent_env.server._limits import (
+from agent_env.server._mcp import McpEndpoint
+from agent_env.server.limits import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -30,8 +31,7 @@ from agent_env.server._limits import (
     LOOPBACK_ORIGINS,
     Limits,
 )
-from agent_env.server._mcp import McpEndpoint
-from agent_env.server._surface import Surface
+from agent_env.server.surface import Surface
 
 logger = logging.getLogger("agent_env.server")
 
@@ -83,7 +83,7 @@ def build_app(
         mcp_row: The dataset row an MCP session's episode starts from when the client names none in the endpoint's
             URL (`/mcp?seed=7`); None: the first row of the environment's `test` split (else `train`), or the
             empty row for an environment without a dataset.
-        surfaces: Other wire protocols to serve beside MCP, each a `Surface` (`agent_env/server/_surface.py`):
+        surfaces: Other wire protocols to serve beside MCP, each a `Surface` (`agent_env/server/surface.py`):
             `[OpenEnvSurface()]` (from `agent_env.openenv`) serves OpenEnv's `/ws`, its `POST /mcp` dialect,
             `/health`, `/schema` and `/metadata` under `/openenv`, as `agent-env serve --openenv` does. See
             docs/openenv.md.
@@ -91,15 +91,12 @@ def build_app(
 
     Raises:
         LookupError: `environment` names no environment.
-        TypeError: `environment` is neither an `Environment` subclass nor an `MCPEnvironment` (or `openenv_prefix=`
-            is given: pass `surfaces=[OpenEnvSurface(prefix)]`).
+        TypeError: `environment` is neither an `Environment` subclass nor an `MCPEnvironment`, or `openenv_prefix=`
+            is given, which `build_app` took before OpenEnv's surface moved out (the message says what to pass).
         ValueError: A limit is out of range, or a surface cannot be served (it says why).
     """
     if "openenv_prefix" in config:  # build_app took it before OpenEnv's surface left this room
-        raise TypeError(
-            "build_app takes OpenEnv's surface as surfaces=[OpenEnvSurface(prefix)] (from agent_env.openenv), "
-            "not openenv_prefix="
-        )
+        raise TypeError(_openenv_prefix_gone(config["openenv_prefix"]))
     try:
         environment_class = load_environment(environment)
     except LookupError:
@@ -161,3 +158,16 @@ def build_app(
     app.state.sessions = sessions
     app.state.limits = limits
     return app
+
+
+def _openenv_prefix_gone(prefix: Any) -> str:
+    """What to pass instead of `openenv_prefix=`, which `build_app` took before OpenEnv's surface left `server/`."""
+    if prefix is None:
+        return (
+            "build_app no longer takes openenv_prefix=: drop it (None served no OpenEnv surface, and without "
+            "surfaces= none is served)"
+        )
+    return (
+        f"build_app no longer takes openenv_prefix=: serve OpenEnv's surface with "
+        f"surfaces=[OpenEnvSurface({prefix!r})] (from agent_env.openenv import OpenEnvSurface)"
+    )

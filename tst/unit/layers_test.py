@@ -1,10 +1,13 @@
-"""The package's import graph, read with `ast`: no module imports itself back through others, and no room imports one
-above it in the layer order docs/architecture.md states.
+"""The package's import graph, read with `ast`: no module imports itself back through others, no room imports one
+above it in the layer order docs/architecture.md states, and no room but the server imports the server's private
+modules (a surface takes what it needs from `agent_env.server.surface`).
 
 Every import counts: at module level, inside functions, and under `TYPE_CHECKING` (a type-only circle is a circle).
-An edge goes to the module an import names (`from agent_env.server import errors` names `agent_env.server.errors`;
-`from agent_env.server import build_app` names the package `agent_env.server`); loading a module's parent packages
-is not an edge.
+So does a module named in a string where the package imports by name: a dict's values (the lazy-export tables of
+package `__init__`s, `envs`' built-in names, as `package.module` or `package.module:attribute`) and the argument of
+`importlib.import_module`. An edge goes to the module an import names (`from agent_env.server import errors` names
+`agent_env.server.errors`; `from agent_env.server import build_app` names the package `agent_env.server`); loading a
+module's parent packages is not an edge.
 """
 
 from __future__ import annotations
@@ -49,7 +52,11 @@ def imported(name: str, path: Path, modules: Iterable[str]) -> set[str]:
 
     found: set[str | None] = set()
     for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Dict):
+            found |= {named_module(value, known) for value in node.values}
+        elif isinstance(node, ast.Call) and _called(node) == "import_module" and node.args:
+            found.add(named_module(node.args[0], known))
+        elif isinstance(node, ast.Import):
             found |= {deepest(alias.name) for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -60,6 +67,21 @@ def imported(name: str, path: Path, modules: Iterable[str]) -> set[str]:
                 member = f"{base}.{alias.name}"
                 found.add(member if member in known else deepest(base))
     return {target for target in found if target is not None and target != name}
+
+
+def named_module(node: ast.expr | None, known: set[str]) -> str | None:
+    """The package's module a string constant names (`package.module`, or `package.module:attribute` as `envs`
+    names its environments), or None: any other string (a logger's name is not in a dict), or no string."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        module = node.value.partition(":")[0]
+        return module if module in known else None
+    return None
+
+
+def _called(call: ast.Call) -> str | None:
+    """The name a call calls: `import_module` for `importlib.import_module(...)` and `import_module(...)` alike."""
+    function = call.func
+    return function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
 
 
 def import_graph(package: Path) -> dict[str, set[str]]:
@@ -163,6 +185,19 @@ def upward_imports(graph: Graph, layers: list[set[str]]) -> list[str]:
     return found
 
 
+def private_imports(graph: Graph, package: str) -> list[str]:
+    """Every import of one of `package`'s private modules (`package._x`, and anything under one) by a module
+    outside `package`."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        if module == package or module.startswith(f"{package}."):
+            continue
+        for target in sorted(targets):
+            if target.startswith(f"{package}._"):
+                found.append(f"{module} imports {target}")
+    return found
+
+
 @pytest.fixture(scope="module")
 def graph() -> dict[str, set[str]]:
     return import_graph(PACKAGE)
@@ -196,6 +231,33 @@ def test_every_room_has_one_place_in_the_layer_order(graph, layers):
 
 def test_no_room_imports_one_above_it_or_beside_it(graph, layers):
     assert upward_imports(graph, layers) == []
+
+
+def test_no_module_outside_the_server_imports_its_private_modules(graph):
+    assert private_imports(graph, "agent_env.server") == [], (
+        "a surface takes what it needs from agent_env.server.surface (the seam), and other rooms from the server's "
+        "public modules (errors, limits, app, client) or its package; make what is missing public there"
+    )
+
+
+def test_the_private_import_check_finds_an_import_of_a_private_module_from_outside_only():
+    graph = {
+        "agent_env.server": {"agent_env.server._serve"},
+        "agent_env.server._http": {"agent_env.server._json"},
+        "agent_env.server.surface": {"agent_env.server._http"},
+        "agent_env.openenv.server._socket": {"agent_env.server._json", "agent_env.server.surface"},
+        "agent_env.cli.serve": {
+            "agent_env.server",
+            "agent_env.server.limits",
+            "agent_env.server._serve.inner",
+        },
+        "agent_env.serverless": {"agent_env.server._serve"},
+    }
+    assert private_imports(graph, "agent_env.server") == [
+        "agent_env.cli.serve imports agent_env.server._serve.inner",
+        "agent_env.openenv.server._socket imports agent_env.server._json",
+        "agent_env.serverless imports agent_env.server._serve",
+    ]
 
 
 def test_the_circle_check_finds_and_names_a_circle_in_a_small_graph():
@@ -237,3 +299,24 @@ def test_imports_in_functions_under_type_checking_and_relative_ones_all_count(tm
         "pkg.sub.deep": {"pkg.low", "pkg.high", "pkg.sub"},
     }
     assert circles(import_graph(package)) == [["pkg.high", "pkg.low", "pkg.high"]]
+
+
+def test_modules_named_in_strings_where_the_package_imports_by_name_count(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "high").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "high" / "__init__.py").write_text("")
+    (package / "high" / "thing.py").write_text("")
+    (package / "low.py").write_text(
+        "import importlib\nimport logging\n"
+        '_LAZY = {"Thing": "pkg.high.thing"}\n'  # a lazy-export table with no TYPE_CHECKING copy
+        'BUILT_IN = {"name": "pkg.high:Class", "other": "pkg.nowhere:Class"}\n'
+        'logger = logging.getLogger("pkg.high")\n'  # a logger's name, not an import
+        'def load():\n    return importlib.import_module("pkg")\n'
+    )
+    assert import_graph(package)["pkg.low"] == {"pkg.high.thing", "pkg.high", "pkg"}
+    assert upward_imports(import_graph(package), [{"low"}, {"high"}, {"pkg"}]) == [
+        "pkg.low (low) imports pkg (pkg)",
+        "pkg.low (low) imports pkg.high (high)",
+        "pkg.low (low) imports pkg.high.thing (high)",
+    ]

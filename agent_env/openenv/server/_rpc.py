@@ -19,10 +19,8 @@ from agent_env.errors import AgentEnvError
 from agent_env.openenv import _wire as wire
 from agent_env.openenv.server._sessions import OPENENV, OpenEnvSessions
 from agent_env.schema._validator import short
-from agent_env.server._episodes import EpisodeRegistry
-from agent_env.server._json import NotJsonError, parse_json
-from agent_env.server._jsonrpc import Dialect
 from agent_env.server.errors import EpisodeNotFoundError, TooManyEpisodesError
+from agent_env.server.surface import Dialect, Episodes, NotJsonError, parse_json
 
 _REQUEST_KEYS = frozenset({"jsonrpc", "method", "params", "id"})
 
@@ -43,7 +41,7 @@ class RpcError(Exception):
 class OpenEnvRpc:
     """The dialect's dispatcher, over HTTP (`POST {prefix}/mcp`) and inside a WebSocket (`{"type": "mcp"}`)."""
 
-    def __init__(self, episodes: EpisodeRegistry, sessions: OpenEnvSessions) -> None:
+    def __init__(self, episodes: Episodes, sessions: OpenEnvSessions) -> None:
         self.episodes = episodes
         self.sessions = sessions
         self.tools = [

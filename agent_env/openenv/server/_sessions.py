@@ -1,17 +1,17 @@
 """The registry's episodes as OpenEnv sessions: which have a WebSocket attached, and each one's step count.
 
-An OpenEnv session is an episode of the server's `EpisodeRegistry` and its id is the episode id, so the control
-API and the OpenEnv surface act on the same episodes under the same limits. This keeps only what OpenEnv adds:
-a WebSocket attached to an episode (one at most), an `openenv/session/close` that waits for that socket to go, and
-the step count its `state` message reports.
+An OpenEnv session is an episode of the server's registry (`Episodes`, the registry's face a surface sees) and its
+id is the episode id, so the control API and the OpenEnv surface act on the same episodes under the same limits.
+This keeps only what OpenEnv adds: a WebSocket attached to an episode (one at most), an `openenv/session/close`
+that waits for that socket to go, and the step count its `state` message reports.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agent_env.server._episodes import ClientAdvice, EpisodeRegistry
 from agent_env.server.errors import InvalidRequestError
+from agent_env.server.surface import ClientAdvice, Episodes
 
 OPENENV = ClientAdvice(
     start_hint="call reset(...)",
@@ -24,7 +24,7 @@ OPENENV = ClientAdvice(
 class OpenEnvSessions:
     """The OpenEnv view of one registry's episodes."""
 
-    def __init__(self, episodes: EpisodeRegistry) -> None:
+    def __init__(self, episodes: Episodes) -> None:
         self.episodes = episodes
         self._attached: set[str] = set()
         self._closing: set[str] = set()

@@ -27,12 +27,8 @@ from agent_env.openenv import _wire as wire
 from agent_env.openenv.server._rpc import OpenEnvRpc
 from agent_env.openenv.server._sessions import OPENENV, OpenEnvSessions
 from agent_env.schema._validator import short
-from agent_env.server._episodes import EpisodeRegistry
-from agent_env.server._guard import json_values
-from agent_env.server._json import NotJsonError, parse_json
-from agent_env.server._limits import Limits
-from agent_env.server._mcp import MODEL_ERRORS
 from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError, TooManyEpisodesError
+from agent_env.server.surface import MODEL_ERRORS, Episodes, Limits, NotJsonError, json_values, parse_json
 
 logger = logging.getLogger("agent_env.server")
 
@@ -70,7 +66,7 @@ class OpenEnvSocket:
     """The ASGI app at `{prefix}/ws`."""
 
     def __init__(
-        self, episodes: EpisodeRegistry, sessions: OpenEnvSessions, rpc: OpenEnvRpc, limits: Limits
+        self, episodes: Episodes, sessions: OpenEnvSessions, rpc: OpenEnvRpc, limits: Limits
     ) -> None:
         self.episodes = episodes
         self.sessions = sessions

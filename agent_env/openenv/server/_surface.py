@@ -24,10 +24,7 @@ from agent_env.openenv import _wire as wire
 from agent_env.openenv.server._rpc import DIALECT, OpenEnvRpc
 from agent_env.openenv.server._sessions import OpenEnvSessions
 from agent_env.openenv.server._socket import OpenEnvSocket
-from agent_env.server._episodes import EpisodeRegistry
-from agent_env.server._http import answered
-from agent_env.server._limits import Limits
-from agent_env.server._surface import Mount
+from agent_env.server.surface import Episodes, Limits, Mount, answered
 
 OPENENV_PREFIX = "/openenv"
 """Where `agent-env serve --openenv` serves OpenEnv's wire surface."""
@@ -61,7 +58,7 @@ class OpenEnvSurface:
         """Where the surface is served, for `serve`'s start-up line."""
         return f"OpenEnv's at {self.prefix}"
 
-    def mount(self, episodes: EpisodeRegistry, limits: Limits) -> Mount:
+    def mount(self, episodes: Episodes, limits: Limits) -> Mount:
         """The surface's routes over `episodes`: its health check answered without the token, as OpenEnv's
         launchers poll it, and `POST {prefix}/mcp` refused for its size in OpenEnv's JSON-RPC dialect."""
         routes = OpenEnvRoutes(episodes, limits, self.prefix)
@@ -78,7 +75,7 @@ class OpenEnvSurface:
 class OpenEnvRoutes:
     """The OpenEnv routes of one registry, under one prefix."""
 
-    def __init__(self, episodes: EpisodeRegistry, limits: Limits, prefix: str) -> None:
+    def __init__(self, episodes: Episodes, limits: Limits, prefix: str) -> None:
         self.prefix = prefix
         self.episodes = episodes
         self.sessions = OpenEnvSessions(episodes)

@@ -503,8 +503,17 @@ def test_the_surface_refuses_a_prefix_that_is_not_a_path_of_its_own(prefix):
 
 
 def test_build_app_names_the_surface_to_pass_for_the_prefix_it_took_before():
-    with pytest.raises(TypeError, match=r"surfaces=\[OpenEnvSurface\(prefix\)\]"):
-        build_app(ToyDesk, openenv_prefix="/openenv")
+    with pytest.raises(TypeError) as raised:
+        build_app(ToyDesk, openenv_prefix="/elsewhere")
+    assert str(raised.value) == (
+        "build_app no longer takes openenv_prefix=: serve OpenEnv's surface with "
+        "surfaces=[OpenEnvSurface('/elsewhere')] (from agent_env.openenv import OpenEnvSurface)"
+    )
+    with pytest.raises(
+        TypeError,
+        match=r"openenv_prefix=: drop it \(None served no OpenEnv surface, and without surfaces= none is served\)$",
+    ):
+        build_app(ToyDesk, openenv_prefix=None)
 
 
 def test_without_a_prefix_no_openenv_route_is_served(serve):

@@ -13,7 +13,7 @@ import pytest
 from agent_env.server import EpisodeNotFoundError
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
-from agent_env.server._limits import Limits
+from agent_env.server.limits import Limits
 
 from .toy import ToyDesk
 

@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 import agent_env.server._serve as serve_module
 from agent_env.cli import app
-from agent_env.server._limits import LOOPBACK_ORIGINS
-from agent_env.server._serve import check_exposure, is_loopback, parse_config, parse_row
+from agent_env.cli.serve import parse_row
+from agent_env.server._serve import check_exposure, is_loopback
+from agent_env.server.limits import LOOPBACK_ORIGINS
 
 runner = CliRunner()
 
@@ -97,11 +98,9 @@ def test_loopback_hosts_are_told_apart(host, loopback):
     assert is_loopback(host) is loopback
 
 
-def test_config_values_parse_as_json_when_they_can():
-    assert parse_config(["a=1", "b=desk-v4", "c=[1, 2]", "d=true", "e="]) == {
-        "a": 1, "b": "desk-v4", "c": [1, 2], "d": True, "e": "",
-    }  # fmt: skip
+def test_the_mcp_row_must_be_a_json_object():
     assert parse_row(None) is None
+    assert parse_row('{"seed": 3}') == {"seed": 3}
     with pytest.raises(ValueError, match="--mcp-row must be a JSON object"):
         parse_row("[1]")
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent_env.server._guard import RequestGuard, host_allowed, judge_headers, origin_allowed
-from agent_env.server._limits import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Limits
+from agent_env.server.limits import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Limits
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,5 @@
-"""The limits a server holds every request and episode to, checked once when the app is built."""
+"""The limits a server holds every request and episode to (`Limits`, checked once when the app is built), and the
+defaults that `build_app`, `serve` and `agent-env serve` share."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ LOOPBACK_ORIGINS = tuple(
     f"{scheme}://{name}:*" for scheme in ("http", "https") for name in LOOPBACK_HOSTS[3:]
 )
 """The browser origins allowed by default: pages served from this machine (`:*`: any port, or none)."""
+DEFAULT_HOST = "127.0.0.1"
+"""Where `serve` listens by default: loopback, which a server without a token leaves only when told to."""
+DEFAULT_PORT = 8000
+DEFAULT_HEADER_TIMEOUT = 10.0
+"""Seconds a connection's request headers may take to arrive under `serve`; a slower connection is closed."""
 
 
 @dataclass(frozen=True, slots=True)
