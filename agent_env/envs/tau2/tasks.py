@@ -7,13 +7,14 @@ import json
 import os
 import textwrap
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from agent_env.envs.tau2.data import domain_folder
+from agent_env.envs.tau2.data import domain_folder, named_root, unreadable, unusable
 from agent_env.users import Scenario
 
 
@@ -222,29 +223,75 @@ def load_domain(
     user_model: type[BaseModel] | None = None,
     data_dir: str | os.PathLike[str] | None = None,
 ) -> Domain:
-    """A domain's data, read once per process and folder (downloaded first where it must be; see `data`)."""
+    """A domain's data, read once per process and folder (downloaded first where it must be; see `data`).
+
+    Raises:
+        Tau2DataError: A file is missing, or cannot be read or parsed: the message names it, what is wrong with it,
+            and the ways out.
+    """
     folder = domain_folder(name, data_dir)
     key = (name, str(folder.resolve()), base_model.__qualname__)
     with _domains_lock:
         found = _domains.get(key)
         if found is None:
-            found = _domains[key] = _read(name, folder, base_model, user_model)
+            reader = _Reader(name, folder, named=named_root(data_dir) is not None)
+            found = _domains[key] = reader.domain(base_model, user_model)
         return found
 
 
-def _read(name: str, folder: Path, base_model: type[BaseModel], user_model: type[BaseModel] | None) -> Domain:
-    tasks = [Task.model_validate(task) for task in json.loads((folder / "tasks.json").read_text())]
-    splits = json.loads((folder / "split_tasks.json").read_text())
-    base = base_model.model_validate_json((folder / "db.json").read_bytes())
-    user_base = None
-    if user_model is not None:
-        user_base = user_model.model_validate_json((folder / "user_db.json").read_bytes())
-    return Domain(
-        name=name,
-        folder=folder,
-        policy=(folder / "policy.md").read_text(),
-        tasks={task.id: task for task in tasks},
-        splits={split: [str(task_id) for task_id in ids] for split, ids in splits.items()},
-        base=base,
-        user_base=user_base,
-    )
+_TASKS = TypeAdapter(list[Task])
+_SPLITS = TypeAdapter(dict[str, list[str | int]])
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Reader:
+    """Reads a domain's files, each failure to read or parse one a `Tau2DataError` naming the file."""
+
+    name: str
+    folder: Path
+    named: bool
+
+    def domain(self, base_model: type[BaseModel], user_model: type[BaseModel] | None) -> Domain:
+        tasks = self.parsed("tasks.json", lambda text: _TASKS.validate_python(json.loads(text)))
+        splits = self.parsed("split_tasks.json", _SPLITS.validate_json)
+        base = self.parsed("db.json", base_model.model_validate_json)
+        user_base = (
+            None if user_model is None else self.parsed("user_db.json", user_model.model_validate_json)
+        )
+        return Domain(
+            name=self.name,
+            folder=self.folder,
+            policy=self.parsed("policy.md", lambda text: text.decode("utf-8").replace("\r\n", "\n")),
+            tasks={task.id: task for task in tasks},
+            splits={split: [str(task_id) for task_id in ids] for split, ids in splits.items()},
+            base=base,
+            user_base=user_base,
+        )
+
+    def parsed(self, file: str, parse: Callable[[bytes], T]) -> T:
+        path = self.folder / file
+        try:
+            text = path.read_bytes()
+        except OSError as error:
+            raise unusable(path, self.name, unreadable(error), named=self.named) from None
+        try:
+            return parse(text)
+        except ValidationError as error:
+            raise unusable(path, self.name, _validation_problem(error), named=self.named) from None
+        except json.JSONDecodeError as error:
+            raise unusable(path, self.name, f"it is not valid JSON ({error})", named=self.named) from None
+        except UnicodeDecodeError as error:
+            raise unusable(path, self.name, f"it is not UTF-8 text ({error})", named=self.named) from None
+
+
+def _validation_problem(error: ValidationError) -> str:
+    """A pydantic error in one line: its first problem and where, and how many more there are."""
+    first = error.errors(include_url=False, include_input=False)[0]
+    more = error.error_count() - 1
+    and_more = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    if first["type"] == "json_invalid":
+        reason = str(first.get("ctx", {}).get("error") or first["msg"])
+        return f"it is not valid JSON ({reason}){and_more}"
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]).lstrip(".")
+    return f"it is not in tau2-bench's form (at {where or 'the top'}: {first['msg']}){and_more}"
