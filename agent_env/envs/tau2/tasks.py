@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from agent_env.envs.tau2.data import domain_folder, named_root, unreadable, unusable
 from agent_env.envs.tau2.first_person import first_person
+from agent_env.errors import SplitNotFoundError
 from agent_env.users import Scenario
 
 
@@ -206,11 +207,12 @@ class Domain:
         return found
 
     def split(self, split: str) -> list[Task]:
-        """The tasks of a split, in the split file's order; `LookupError` naming the splits there are."""
+        """The tasks of a split, in the split file's order; `SplitNotFoundError` naming the splits there are."""
         ids = self.splits.get(split)
         if ids is None:
-            raise LookupError(
-                f"τ²-bench {self.name} has no split {split!r}; its splits are {', '.join(self.splits)}"
+            raise SplitNotFoundError(
+                f"τ²-bench {self.name} has no split {split!r}; its splits are {', '.join(self.splits)}",
+                splits=list(self.splits),
             )
         return [self.task(task_id) for task_id in ids]
 
