@@ -16,6 +16,7 @@ without losing what it reveals. `addressed_to_the_user` tells them apart.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])(?<!i\.e\.)(?<!e\.g\.)\s+|\n\s*")
@@ -113,7 +114,8 @@ def _tells_the_user(clause: str) -> bool:
         elif lower in _LEADING or (lower.endswith("ly") and len(lower) > 3):
             rest = rest[word.end() :].lstrip(" ,")
         else:
-            return _act_of_the_user(lower, [later.lower() for later in _WORD.findall(rest[word.end() :])[:2]])
+            following = itertools.islice(_WORD.finditer(rest, word.end()), 2)
+            return _act_of_the_user(lower, [later.group(0).lower() for later in following])
     return False
 
 

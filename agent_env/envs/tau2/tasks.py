@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from agent_env.envs.tau2.data import domain_folder, named_root, unreadable, unusable
 from agent_env.envs.tau2.first_person import first_person
+from agent_env.envs.tau2.shared import share
 from agent_env.errors import SplitNotFoundError
 from agent_env.users import Scenario
 
@@ -135,13 +136,18 @@ class Task(_Loose):
         """The conversation before the task starts (most tasks have none)."""
         return list(self.initial_state.message_history or []) if self.initial_state else []
 
+    _scenario: Scenario | None = PrivateAttr(default=None)
+
     def scenario(self) -> Scenario:
-        """What the simulated user is told, and what a scripted user says (see `scripted_turns`)."""
-        return Scenario(
-            instructions=scenario_text(self.user_scenario.instructions),
-            persona=self.user_scenario.persona,
-            script=scripted_turns(self.user_scenario.instructions),
-        )
+        """What the simulated user is told, and what a scripted user says (see `scripted_turns`): made once per
+        task, as every reset asks for it."""
+        if self._scenario is None:
+            self._scenario = Scenario(
+                instructions=scenario_text(self.user_scenario.instructions),
+                persona=self.user_scenario.persona,
+                script=scripted_turns(self.user_scenario.instructions),
+            )
+        return self._scenario
 
 
 def scenario_text(instructions: Instructions | str) -> str:
@@ -178,7 +184,7 @@ def scripted_turns(instructions: Instructions | str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Domain:
-    """One domain's data, shared by every episode in this process: never change any of it.
+    """One domain's data, shared by every episode in this process: never change any of it (its bases refuse it).
 
     Attributes:
         name: `airline`, `retail` or `mock`.
@@ -186,8 +192,8 @@ class Domain:
         policy: The policy the agent follows.
         tasks: Every task, by id, in the file's order.
         splits: Each split's task ids (`train`, `test`, `base` where the domain has them).
-        base: The database every task starts from.
-        user_base: The user's own database, for a domain whose user has tools (the mock domain).
+        base: The database every task starts from, read-only (`shared.share`).
+        user_base: The user's own database, for a domain whose user has tools (the mock domain), read-only too.
     """
 
     name: str
@@ -263,6 +269,9 @@ class _Reader:
         user_base = (
             None if user_model is None else self.parsed("user_db.json", user_model.model_validate_json)
         )
+        for shared in (base, user_base):
+            if shared is not None:
+                share(shared)  # every episode reads it: a change in place raises, pointing to Table.edit
         return Domain(
             name=self.name,
             folder=self.folder,
