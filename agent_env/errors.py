@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 
@@ -53,6 +53,20 @@ class DatasetRowsError(AgentEnvError, TypeError):
     """A dataset row that the environment's `reset` cannot be called with: a key it cannot take, or one it needs."""
 
     code = "dataset_rows"
+
+
+class SplitNotFoundError(AgentEnvError, LookupError):
+    """An environment's `dataset_rows` was asked for a split it does not have; `splits` names the ones it has, in its
+    order, so that a command given no split can play the first of them (`agent_env._splits`)."""
+
+    code = "split_not_found"
+
+    def __init__(self, message: str, splits: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.splits = tuple(splits)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.splits))
 
 
 class ProviderError(AgentEnvError):

@@ -108,7 +108,11 @@ def eval_command(
     ] = "OPENAI_API_KEY",
     split: Annotated[
         str | None,
-        typer.Option(help="The dataset split whose rows start the episodes.", show_default="test"),
+        typer.Option(
+            help="The dataset split whose rows start the episodes; without one, test, or the environment's first "
+            "split if it has no test split.",
+            show_default="test",
+        ),
     ] = None,
     rows: Annotated[
         Path | None,
@@ -299,7 +303,7 @@ def eval_command(
             report = evaluate(
                 env,
                 endpoint,
-                split=split or "test",
+                split=split,
                 episodes=episodes,
                 trials=trials,
                 concurrency=concurrency,

@@ -45,8 +45,13 @@ def render(
         ),
     ] = False,
     split: Annotated[
-        str, typer.Option(help="The dataset split whose first row starts the conversation.")
-    ] = "train",
+        str | None,
+        typer.Option(
+            help="The dataset split whose first row starts the conversation; without one, train, or the "
+            "environment's first split if it has no train split.",
+            show_default="train",
+        ),
+    ] = None,
     token: TokenOption = None,
     mcp: McpOption = None,
     mcp_header: McpHeaderOption = None,

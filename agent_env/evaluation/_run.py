@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 from agent_env._agent_env import AgentEnv
+from agent_env._splits import split_to_play
 from agent_env.evaluation._arms import FULL, Arm, arms
 from agent_env.evaluation._episode import DEFAULT_MAX_TURNS, USER_MAX_TURNS, Episode, Player, Task
 from agent_env.evaluation._given_rows import given_rows
@@ -25,6 +26,8 @@ from agent_env.session import Provider
 from agent_env.users import USER_CHANNEL
 
 DEFAULT_OUT = "eval.jsonl"
+DEFAULT_SPLIT = "test"
+"""The split an evaluation plays when it is named none: the held-out one."""
 OnEpisode = Callable[[Episode, int, int], None]
 """Called as each episode ends, with how many of the run's episodes have ended and how many it plays."""
 
@@ -76,7 +79,7 @@ def evaluate(
     env: AgentEnv,
     endpoint: Endpoint | None = None,
     *,
-    split: str = "test",
+    split: str | None = None,
     episodes: int | None = None,
     trials: int = 1,
     concurrency: int = 8,
@@ -114,7 +117,7 @@ async def aevaluate(
     env: AgentEnv,
     endpoint: Endpoint | None = None,
     *,
-    split: str = "test",
+    split: str | None = None,
     episodes: int | None = None,
     trials: int = 1,
     concurrency: int = 8,
@@ -132,7 +135,8 @@ async def aevaluate(
     Args:
         env: The environment (any provider: in process, served, Ray, OpenEnv, MCP-backed).
         endpoint: The endpoint; its `/models` is checked before any episode starts.
-        split: The dataset split whose rows start the episodes.
+        split: The dataset split whose rows start the episodes; None for `test`, or the environment's first split
+            when it has no `test` (said on stderr; the rule of every default split: `agent_env._splits`).
         episodes: How many to play: the split's first rows, cycling with a new seed each time round; all rows
             when None (and required for an environment without a dataset).
         trials: How many times to play each of them (each play with its own seed); the summary gives pass^k,
@@ -177,6 +181,9 @@ async def aevaluate(
         published = env.tools()
         if max_turns is None:
             max_turns = default_max_turns(published)
+        if rows is None:
+            split = split_to_play(env.provider.dataset_rows, split, (DEFAULT_SPLIT,), env.provider.name)
+        split = split or DEFAULT_SPLIT
         tasks = plan(env.provider, split, episodes, given_rows(env.provider, rows), trials)
         settings = {
             "split": split if rows is None else None,

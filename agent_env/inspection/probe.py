@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from agent_env._agent_env import AgentEnv
+from agent_env._splits import split_to_play
 from agent_env.schema import fingerprint
 from agent_env.training._parsing import parsing_problem
 from agent_env.training._render_check import discovered_tools, plan_tools, unfixable
@@ -16,6 +17,8 @@ from agent_env.training.fidelity import TemplateFidelity
 from agent_env.training.templates import ChatTemplate
 from agent_env.training.trl import TRLEnvironment, environment_class
 
+DEFAULT_SPLIT = "train"
+"""The split whose first row a probe starts from when it is named none: the one a trainer trains on."""
 PLAIN_TURN = "Begin."
 """The user turn used when an environment has no dataset to take a first prompt from."""
 
@@ -54,13 +57,22 @@ def schema_tools(instance: object) -> list[Any]:
     return discovered_tools(instance)
 
 
-def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str = "train") -> list[dict[str, Any]]:
+def first_turn(env: AgentEnv, instance: TRLEnvironment, split: str | None = None) -> list[dict[str, Any]]:
     """The conversation a trainer's first rollout starts from: the split's first row's prompt with the `reset`
-    observation appended to its last message, as TRL does; a plain user turn when there is no dataset."""
+    observation appended to its last message, as TRL does; a plain user turn when there is no dataset.
+
+    `split` None is the usual one, `train`, or the environment's first split when it has no `train` (said on stderr;
+    the rule every default split follows: `agent_env._splits`). A split named that the environment lacks is refused.
+    """
+    played = split_to_play(env.provider.dataset_rows, split, (DEFAULT_SPLIT,), env.provider.name)
     try:
-        rows = env.provider.dataset_rows(split)
-    except (NotImplementedError, LookupError):
+        rows = env.provider.dataset_rows(played)
+    except NotImplementedError:
         rows = []
+    except LookupError:
+        if split is not None:
+            raise
+        rows = []  # no split of that name, and none the environment names: no dataset to start from
     if not rows or not isinstance(rows[0].get("prompt"), list | str) or not rows[0]["prompt"]:
         return [{"role": "user", "content": PLAIN_TURN}]
     row = rows[0]

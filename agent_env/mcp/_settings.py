@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_env.errors import SplitNotFoundError
 from agent_env.mcp._episode import RewardFunction, SetupFunction
 from agent_env.mcp._results import DEFAULT_MAX_RESULT_CHARS
 from agent_env.mcp._servers import HttpServer, Server, StdioServer
@@ -91,7 +92,7 @@ class MCPSettings:
         """The rows of a split, as given.
 
         Raises:
-            LookupError: No rows were given, or none for that split.
+            SplitNotFoundError: No rows were given, or none for that split (it names the splits given).
         """
         splits: dict[str, list[dict[str, Any]]] = self.rows or {}
         if split not in splits:
@@ -101,7 +102,9 @@ class MCPSettings:
                 else "it was given no rows: give them with MCPEnvironment(..., rows=...) (in a module, named as "
                 "module:name), or to agent-env eval with --rows FILE (JSON lines, a row with its prompt a line)"
             )
-            raise LookupError(f"{self.label()} has no dataset split {split!r}: {given}")
+            raise SplitNotFoundError(
+                f"{self.label()} has no dataset split {split!r}: {given}", splits=list(splits)
+            )
         return [dict(row) for row in splits[split]]
 
     def label(self) -> str:

@@ -10,12 +10,14 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_env._splits import first_split, note_first_split
 from agent_env.server._episodes import ClientAdvice, EpisodeRegistry
 from agent_env.server.errors import DatasetNotFoundError
 
 DEFAULT_SPLITS = ("test", "train")
 """Where the default row of an MCP session comes from when none is configured: the first row of the first of these
-splits the environment has (the held-out split first: an MCP client is most often an evaluator)."""
+splits the environment has (the held-out split first: an MCP client is most often an evaluator), else of the first
+split the environment names (τ²-bench's mock domain has only `base`)."""
 
 MCP = ClientAdvice(
     start_hint="open a new MCP session (connect again)",
@@ -46,7 +48,8 @@ class SessionEpisodes:
     Args:
         episodes: Where the episodes live.
         row: The dataset row a session's episode starts from when its client names none; None: the first row of
-            the environment's `test` split (else `train`), or the empty row for an environment without a dataset.
+            the environment's `test` split (else `train`, else its first split), or the empty row for an environment
+            without a dataset.
     """
 
     def __init__(self, episodes: EpisodeRegistry, row: Mapping[str, Any] | None = None) -> None:
@@ -99,14 +102,23 @@ class SessionEpisodes:
         """The row an MCP session starts from when its client names none (see the class's `row`)."""
         if self.row is None:
             self.row = {}
+            missing: DatasetNotFoundError | None = None
             for split in DEFAULT_SPLITS:
                 try:
                     rows = await self.episodes.dataset_rows(split)
-                except DatasetNotFoundError:
+                except DatasetNotFoundError as error:
+                    missing = error
                     continue
                 if rows:
                     self.row = dict(rows[0])
-                    break
+                    return self.row
+            first = first_split(missing, DEFAULT_SPLITS) if missing is not None else None
+            if (
+                first is not None
+            ):  # the rule of every default split (`agent_env._splits`): the environment's first
+                note_first_split(self.episodes.environment.__name__, DEFAULT_SPLITS, first)
+                rows = await self.episodes.dataset_rows(first)
+                self.row = dict(rows[0]) if rows else {}
         return self.row
 
     def end(self, mcp_session_id: str) -> None:

@@ -223,7 +223,9 @@ class EpisodeRegistry:
                     f"{self.limits.call_timeout:g} s"
                 ) from None
             except (NotImplementedError, LookupError, ValueError) as error:
-                raise DatasetNotFoundError(f"no dataset split {split!r}: {error}") from None
+                missing = DatasetNotFoundError(f"no dataset split {split!r}: {error}")
+                missing.splits = tuple(getattr(error, "splits", ()) or ())
+                raise missing from None
             self._datasets[split] = rows
             self._served_rows.update(by_digest)
         return self._datasets[split]

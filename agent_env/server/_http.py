@@ -50,12 +50,15 @@ def error_response(
 
 
 def wire_form(error: AgentEnvError) -> dict[str, Any]:
-    """`{"code", "message"}` of `error`, with its `faults` when it has some and its `cause` when that is an
-    agent_env error (in the same form)."""
+    """`{"code", "message"}` of `error`, with its `faults` when it has some, the `splits` a missing split's error
+    names, and its `cause` when that is an agent_env error (in the same form)."""
     wire: dict[str, Any] = {"code": error.code, "message": str(error)}
     faults = getattr(error, "faults", None)
     if faults:
         wire["faults"] = dict(faults)
+    splits = getattr(error, "splits", None)
+    if splits:
+        wire["splits"] = list(splits)
     cause = getattr(error, "cause", None)
     if isinstance(cause, AgentEnvError):
         wire["cause"] = wire_form(cause)

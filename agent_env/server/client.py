@@ -35,6 +35,7 @@ from agent_env.server._row_references import (
 )
 from agent_env.server.errors import (
     CallTimeoutError,
+    DatasetNotFoundError,
     EpisodeNotFoundError,
     RemoteError,
     RequestTooLargeError,
@@ -406,8 +407,8 @@ def wire_error(response: httpx.Response, action: str) -> Exception:
 
 
 def from_wire(error: Mapping[str, Any], status: int) -> AgentEnvError:
-    """The error of a wire form (`_http.wire_form`): its class by code, its message, and the `faults` and `cause`
-    it carries.
+    """The error of a wire form (`_http.wire_form`): its class by code, its message, and the `faults`, `splits` and
+    `cause` it carries.
 
     Raises:
         KeyError, TypeError: `error` is no wire form of an error.
@@ -416,6 +417,9 @@ def from_wire(error: Mapping[str, Any], status: int) -> AgentEnvError:
     faults = error.get("faults")
     if isinstance(faults, Mapping) and hasattr(raised, "faults"):
         raised.faults = {str(kind): int(count) for kind, count in faults.items()}
+    splits = error.get("splits")
+    if isinstance(splits, list) and isinstance(raised, DatasetNotFoundError):
+        raised.splits = tuple(str(split) for split in splits)
     cause = error.get("cause")
     if isinstance(cause, Mapping) and isinstance(raised, UnscoredEpisodeError):
         raised.cause = from_wire(cause, status)

@@ -88,6 +88,8 @@ class DatasetNotFoundError(RemoteError, LookupError):
     """The environment has no dataset, or no split of that name."""
 
     code = "dataset_not_found"
+    splits: tuple[str, ...] = ()
+    """The splits the environment has, when it names them (`agent_env.errors.SplitNotFoundError`); on the wire too."""
 
 
 class RowNotFoundError(RemoteError, LookupError):

@@ -2,7 +2,9 @@
 against its SHA-256, or read from a folder the user names (`data_dir=`, or `$AGENT_ENV_TAU2_DATA`).
 
 The data is Sierra's (MIT); agent_env ships only where to find it and what its hashes are. A file is written to the
-cache only once it is whole and its hash matches, so no corrupt file is ever left there.
+cache only once it is whole and its hash matches, so no corrupt file is ever left there, nor a folder a failed
+download made. A file that cannot be read or parsed, in the cache or in a named folder, is a `Tau2DataError` naming
+it, what is wrong with it, and the ways out (`unusable`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import hashlib
 import http.client
 import logging
 import os
+import secrets
 import sys
-import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -92,15 +94,26 @@ def domain_folder(
     """
     if domain not in FILES:
         raise LookupError(f"τ²-bench has no domain {domain!r} here; the domains are {', '.join(FILES)}")
-    named = data_dir if data_dir is not None else os.environ.get(DATA_ENV) or None
+    named = named_root(data_dir)
     if named is not None:
-        return _named_folder(Path(named), domain)
+        return _named_folder(named, domain)
     folder = cache_root() / "tau2" / COMMIT[:12] / domain
     pattern = url or os.environ.get(URL_ENV) or URL_PATTERN
     with _lock:
-        for name, digest in FILES[domain].items():
-            _cached(folder / name, digest, pattern.format(commit=COMMIT, domain=domain, file=name))
+        made = _missing_folders(folder)
+        try:
+            for name, digest in FILES[domain].items():
+                _cached(folder / name, digest, pattern.format(commit=COMMIT, domain=domain, file=name))
+        except BaseException:
+            _remove_empty(made)
+            raise
     return folder
+
+
+def named_root(data_dir: str | os.PathLike[str] | None = None) -> Path | None:
+    """The folder the user names (`data_dir`, else `$AGENT_ENV_TAU2_DATA`), or None for the cache."""
+    named = data_dir if data_dir is not None else os.environ.get(DATA_ENV) or None
+    return Path(named) if named is not None else None
 
 
 def cache_root() -> Path:
@@ -121,9 +134,39 @@ def _named_folder(root: Path, domain: str) -> Path:
                 f"out as tau2-bench's data/tau2/domains (<domain>/<file>), or give none to download the data at "
                 f"commit {COMMIT[:12]} into {cache_root()}"
             )
-        if _checked_digest(str(path)) != digest:
+        if _digest(path, domain, named=True) != digest:
             _warn_changed(path, domain, name)
     return folder
+
+
+def unusable(path: Path, domain: str, problem: str, *, named: bool) -> Tau2DataError:
+    """The error for a domain's file that cannot be read or parsed: the file, what is wrong with it (one line), and
+    the ways out, which differ for a folder the user named (`named`) and the cache."""
+    if named:
+        return Tau2DataError(
+            f"τ²-bench's {domain}/{path.name} at {path} (in the folder named by data_dir= or ${DATA_ENV}) cannot be "
+            f"used: {problem}. Fix or replace the file (tau2-bench's own: download it again from {SOURCE} at commit "
+            f"{COMMIT[:12]}), or name no folder (neither data_dir= nor ${DATA_ENV}) and agent_env downloads the data "
+            f"at that commit into {cache_root()}, which needs network access"
+        )
+    return Tau2DataError(
+        f"the cached {path} cannot be used: {problem}. Remove it and agent_env downloads it again at commit "
+        f"{COMMIT[:12]} from {SOURCE} (which needs network access), or point ${CACHE_ENV} at another folder, or "
+        f"download the data yourself and name its folder with data_dir= or ${DATA_ENV} (laid out as tau2-bench's "
+        "data/tau2/domains)"
+    )
+
+
+def _digest(path: Path, domain: str, *, named: bool) -> str:
+    try:
+        return _checked_digest(str(path))
+    except OSError as error:
+        raise unusable(path, domain, unreadable(error), named=named) from None
+
+
+def unreadable(error: OSError) -> str:
+    """Why a file cannot be read, in a few words: `it cannot be read (PermissionError: Permission denied)`."""
+    return f"it cannot be read ({type(error).__name__}: {error.strerror or error})"
 
 
 _warned: set[str] = set()
@@ -155,7 +198,7 @@ def _checked_digest(path: str) -> str:
 def _cached(path: Path, digest: str, url: str) -> None:
     """Make sure `path` holds the file whose SHA-256 is `digest`: keep it if it does, else download it."""
     if path.is_file():
-        if _checked_digest(str(path)) == digest:
+        if _digest(path, path.parent.name, named=False) == digest:
             return
         _checked_digest.cache_clear()
         logger.warning("agent_env: %s does not match its SHA-256; downloading it again", path)
@@ -169,6 +212,26 @@ def _cached(path: Path, digest: str, url: str) -> None:
     except OSError as error:
         raise _unwritable(path, f"the cache folder {path.parent} cannot be made", error) from None
     download(url, path, digest)
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and those of its parents that do not exist yet, deepest first: what making it would make."""
+    missing = []
+    while not folder.exists() and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders (deepest first) that are still empty, so that a failed download leaves none it made."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except (
+            OSError
+        ):  # not empty (a file was kept), or gone, or not ours to remove: leave it and its parents
+            return
 
 
 def download(url: str, path: Path, digest: str, *, timeout: float = 60.0) -> None:
@@ -185,7 +248,7 @@ def download(url: str, path: Path, digest: str, *, timeout: float = 60.0) -> Non
             folder cannot be written; nothing is left at `path` or beside it.
     """
     try:
-        handle, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+        handle, partial = _partial_file(path)
     except OSError as error:
         raise _unwritable(path, f"{path.parent} cannot be written to", error) from None
     try:
@@ -207,6 +270,19 @@ def download(url: str, path: Path, digest: str, *, timeout: float = 60.0) -> Non
             raise _unwritable(path, f"{path} cannot be written", error) from None
     finally:
         Path(partial).unlink(missing_ok=True)
+
+
+def _partial_file(path: Path) -> tuple[int, str]:
+    """A new file beside `path` to download into, opened for writing. It is created with the mode the umask allows
+    (as any file the user makes: 0o644 under the usual 022), which `os.replace` keeps; `tempfile.mkstemp` would make
+    it 0o600 whatever the umask."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        partial = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.part")
+        try:
+            return os.open(partial, flags, 0o666), partial
+        except FileExistsError:  # another process's, by a 1 in 2**48 chance: take another name
+            continue
 
 
 def _fetch(url: str, out: BinaryIO, name: str, timeout: float) -> tuple[int, hashlib._Hash]:

@@ -1,8 +1,10 @@
 """An episode's database: every table of a domain's shared base, copied on write, one entity at a time.
 
 The base (airline's is 7 MB of JSON: 300 flights, 500 users, 2,000 reservations) is parsed once per process and
-never changed. An episode reads the base's entities as they are and copies an entity only when it first changes it
-(`Table.edit`), so starting an episode costs nothing and a live one holds only what it changed. Two episodes' stores
+never changed: it is read-only (`shared.share`), so a change to an entity a read gave raises `SharedBaseError`
+instead of reaching every episode in the process. An episode reads the base's entities as they are and copies an
+entity only when it first changes it (`Table.edit`), so starting an episode costs nothing and a live one holds only
+what it changed. Two episodes' stores
 over the same base are compared through what either changed, as tau2-bench compares whole databases: by each
 entity's JSON with sorted keys, so an `int` and a `float` of the same value differ, as they do in its hash.
 """
@@ -22,8 +24,9 @@ M = TypeVar("M", bound=BaseModel)
 class Table(Generic[M]):
     """One table of an episode's database, by key, over a shared base table.
 
-    Reading (`table[key]`, `get`, iterating) gives the base's entity itself while the episode has not changed it:
-    never change what a read gives. Changing goes through `edit`, which gives the episode's own copy, or `insert`.
+    Reading (`table[key]`, `get`, iterating) gives the base's entity itself while the episode has not changed it,
+    read-only when the base is shared (`shared.share`, as every domain's is): changing it raises `SharedBaseError`.
+    Changing goes through `edit`, which gives the episode's own copy, or `insert`.
     Iteration follows the base's order, then the keys this episode added, as a dict's would.
     """
 

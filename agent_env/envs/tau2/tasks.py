@@ -7,13 +7,17 @@ import json
 import os
 import textwrap
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
-from agent_env.envs.tau2.data import domain_folder
+from agent_env.envs.tau2.data import domain_folder, named_root, unreadable, unusable
+from agent_env.envs.tau2.first_person import first_person
+from agent_env.envs.tau2.shared import share
+from agent_env.errors import SplitNotFoundError
 from agent_env.users import Scenario
 
 
@@ -132,13 +136,18 @@ class Task(_Loose):
         """The conversation before the task starts (most tasks have none)."""
         return list(self.initial_state.message_history or []) if self.initial_state else []
 
+    _scenario: Scenario | None = PrivateAttr(default=None)
+
     def scenario(self) -> Scenario:
-        """What the simulated user is told, and what a scripted user says (see `scripted_turns`)."""
-        return Scenario(
-            instructions=scenario_text(self.user_scenario.instructions),
-            persona=self.user_scenario.persona,
-            script=scripted_turns(self.user_scenario.instructions),
-        )
+        """What the simulated user is told, and what a scripted user says (see `scripted_turns`): made once per
+        task, as every reset asks for it."""
+        if self._scenario is None:
+            self._scenario = Scenario(
+                instructions=scenario_text(self.user_scenario.instructions),
+                persona=self.user_scenario.persona,
+                script=scripted_turns(self.user_scenario.instructions),
+            )
+        return self._scenario
 
 
 def scenario_text(instructions: Instructions | str) -> str:
@@ -159,22 +168,23 @@ THANKS = "Thank you, that is all I needed."
 
 
 def scripted_turns(instructions: Instructions | str) -> tuple[str, ...]:
-    """What a scripted user says when no model plays it: the scenario read out as it is written (its reason for the
-    call and what it knows, in the second person), then a confirmation of whatever the agent proposes, then thanks.
-    A stand-in for tests and for training without a user model, not τ²-bench's user: it reveals at once what a
-    real user would disclose progressively, and some scenarios' hidden intentions with it."""
+    """What a scripted user says when no model plays it: the scenario's reason for the call and what it knows, said
+    as the customer would say them (in the first person: `first_person`), then a confirmation of whatever the agent
+    proposes, then thanks. A stand-in for tests and for training without a user model, not τ²-bench's user: it
+    reveals at once what a real user would disclose progressively, and some scenarios' hidden intentions with it;
+    the sentences that tell the user how to act are said as written."""
     if isinstance(instructions, str):
         opening = instructions.strip()
     else:
         opening = "\n\n".join(
             text.strip() for text in (instructions.reason_for_call, instructions.known_info) if text
         )
-    return (opening, CONFIRM, CONFIRM, THANKS)
+    return (first_person(opening), CONFIRM, CONFIRM, THANKS)
 
 
 @dataclass(frozen=True)
 class Domain:
-    """One domain's data, shared by every episode in this process: never change any of it.
+    """One domain's data, shared by every episode in this process: never change any of it (its bases refuse it).
 
     Attributes:
         name: `airline`, `retail` or `mock`.
@@ -182,8 +192,8 @@ class Domain:
         policy: The policy the agent follows.
         tasks: Every task, by id, in the file's order.
         splits: Each split's task ids (`train`, `test`, `base` where the domain has them).
-        base: The database every task starts from.
-        user_base: The user's own database, for a domain whose user has tools (the mock domain).
+        base: The database every task starts from, read-only (`shared.share`).
+        user_base: The user's own database, for a domain whose user has tools (the mock domain), read-only too.
     """
 
     name: str
@@ -203,11 +213,12 @@ class Domain:
         return found
 
     def split(self, split: str) -> list[Task]:
-        """The tasks of a split, in the split file's order; `LookupError` naming the splits there are."""
+        """The tasks of a split, in the split file's order; `SplitNotFoundError` naming the splits there are."""
         ids = self.splits.get(split)
         if ids is None:
-            raise LookupError(
-                f"τ²-bench {self.name} has no split {split!r}; its splits are {', '.join(self.splits)}"
+            raise SplitNotFoundError(
+                f"τ²-bench {self.name} has no split {split!r}; its splits are {', '.join(self.splits)}",
+                splits=list(self.splits),
             )
         return [self.task(task_id) for task_id in ids]
 
@@ -222,29 +233,78 @@ def load_domain(
     user_model: type[BaseModel] | None = None,
     data_dir: str | os.PathLike[str] | None = None,
 ) -> Domain:
-    """A domain's data, read once per process and folder (downloaded first where it must be; see `data`)."""
+    """A domain's data, read once per process and folder (downloaded first where it must be; see `data`).
+
+    Raises:
+        Tau2DataError: A file is missing, or cannot be read or parsed: the message names it, what is wrong with it,
+            and the ways out.
+    """
     folder = domain_folder(name, data_dir)
     key = (name, str(folder.resolve()), base_model.__qualname__)
     with _domains_lock:
         found = _domains.get(key)
         if found is None:
-            found = _domains[key] = _read(name, folder, base_model, user_model)
+            reader = _Reader(name, folder, named=named_root(data_dir) is not None)
+            found = _domains[key] = reader.domain(base_model, user_model)
         return found
 
 
-def _read(name: str, folder: Path, base_model: type[BaseModel], user_model: type[BaseModel] | None) -> Domain:
-    tasks = [Task.model_validate(task) for task in json.loads((folder / "tasks.json").read_text())]
-    splits = json.loads((folder / "split_tasks.json").read_text())
-    base = base_model.model_validate_json((folder / "db.json").read_bytes())
-    user_base = None
-    if user_model is not None:
-        user_base = user_model.model_validate_json((folder / "user_db.json").read_bytes())
-    return Domain(
-        name=name,
-        folder=folder,
-        policy=(folder / "policy.md").read_text(),
-        tasks={task.id: task for task in tasks},
-        splits={split: [str(task_id) for task_id in ids] for split, ids in splits.items()},
-        base=base,
-        user_base=user_base,
-    )
+_TASKS = TypeAdapter(list[Task])
+_SPLITS = TypeAdapter(dict[str, list[str | int]])
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Reader:
+    """Reads a domain's files, each failure to read or parse one a `Tau2DataError` naming the file."""
+
+    name: str
+    folder: Path
+    named: bool
+
+    def domain(self, base_model: type[BaseModel], user_model: type[BaseModel] | None) -> Domain:
+        tasks = self.parsed("tasks.json", lambda text: _TASKS.validate_python(json.loads(text)))
+        splits = self.parsed("split_tasks.json", _SPLITS.validate_json)
+        base = self.parsed("db.json", base_model.model_validate_json)
+        user_base = (
+            None if user_model is None else self.parsed("user_db.json", user_model.model_validate_json)
+        )
+        for shared in (base, user_base):
+            if shared is not None:
+                share(shared)  # every episode reads it: a change in place raises, pointing to Table.edit
+        return Domain(
+            name=self.name,
+            folder=self.folder,
+            policy=self.parsed("policy.md", lambda text: text.decode("utf-8").replace("\r\n", "\n")),
+            tasks={task.id: task for task in tasks},
+            splits={split: [str(task_id) for task_id in ids] for split, ids in splits.items()},
+            base=base,
+            user_base=user_base,
+        )
+
+    def parsed(self, file: str, parse: Callable[[bytes], T]) -> T:
+        path = self.folder / file
+        try:
+            text = path.read_bytes()
+        except OSError as error:
+            raise unusable(path, self.name, unreadable(error), named=self.named) from None
+        try:
+            return parse(text)
+        except ValidationError as error:
+            raise unusable(path, self.name, _validation_problem(error), named=self.named) from None
+        except json.JSONDecodeError as error:
+            raise unusable(path, self.name, f"it is not valid JSON ({error})", named=self.named) from None
+        except UnicodeDecodeError as error:
+            raise unusable(path, self.name, f"it is not UTF-8 text ({error})", named=self.named) from None
+
+
+def _validation_problem(error: ValidationError) -> str:
+    """A pydantic error in one line: its first problem and where, and how many more there are."""
+    first = error.errors(include_url=False, include_input=False)[0]
+    more = error.error_count() - 1
+    and_more = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    if first["type"] == "json_invalid":
+        reason = str(first.get("ctx", {}).get("error") or first["msg"])
+        return f"it is not valid JSON ({reason}){and_more}"
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]).lstrip(".")
+    return f"it is not in tau2-bench's form (at {where or 'the top'}: {first['msg']}){and_more}"

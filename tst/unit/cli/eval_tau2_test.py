@@ -5,6 +5,7 @@ the scripted user writes and says."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -214,3 +215,21 @@ def test_the_help_says_max_retries_and_timeout_are_the_agents_and_where_the_user
         in help_text
     )
     assert "--timeout and --max-retries are the agent's endpoint's only" in help_text
+
+
+def test_without_a_split_a_domain_without_a_test_split_plays_its_first_and_says_so(tmp_path, caplog):
+    out = tmp_path / "run.jsonl"
+    with scripted(creates_then_says_done) as model:
+        with caplog.at_level(logging.WARNING, logger="agent_env"):  # a warning: stderr under the command
+            result = invoke("tau2-mock", "--episodes", "1", "--base-url", model.url, "--out", str(out))
+        refused = invoke(
+            "tau2-mock", "--split", "test", "--base-url", model.url, "--out", str(tmp_path / "t")
+        )
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text().splitlines()[0])["split"] == "base"
+    assert (
+        "agent_env: no split was named and Tau2Mock has no 'test' split: its first split, 'base', is used instead"
+        in caplog.messages
+    )
+    assert refused.exit_code == 2  # a split named is played as named, or refused
+    assert refused.stderr.strip() == "agent-env eval: τ²-bench mock has no split 'test'; its splits are base"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from agent_env import AgentEnv, Environment, tool
 from agent_env.envs.gridsim.desk import GridSimDesk
 from agent_env.inspection.probe import PLAIN_TURN, first_turn, trl_instance
@@ -120,3 +122,26 @@ def test_render_under_gptoss_says_the_nested_offer_shape_in_words(invoke):
         in (result.stdout)
     )
     assert "curves: any[]," in result.stdout  # the type the template writes; the words carry the rest
+
+
+def test_an_environment_without_a_train_split_renders_its_first_splits_first_row_and_says_so(invoke, caplog):
+    with caplog.at_level(logging.WARNING, logger="agent_env"):  # a warning: stderr under the command
+        result = invoke("render", "tau2-mock")
+    assert result.exit_code == 0, result.output
+    assert caplog.messages == [
+        "agent_env: no split was named and Tau2Mock has no 'train' split: its first split, 'base', is used instead"
+    ]
+    first = AgentEnv.local("tau2-mock").provider.dataset_rows("base")[0]["prompt"][-1]["content"]
+    assert first.startswith("I am a team member who needs to create a task")
+    assert f"<|im_start|>user\n{first}<|im_end|>" in result.stdout and PLAIN_TURN not in result.stdout
+
+
+def test_a_split_named_that_the_environment_lacks_is_refused(invoke):
+    result = invoke("render", "tau2-mock", "--split", "train")
+    assert result.exit_code == 2
+    assert (
+        result.stderr.strip() == "agent-env render: τ²-bench mock has no split 'train'; its splits are base"
+    )
+    env = AgentEnv.local(NoDataset)
+    with trl_instance(env) as instance:  # no dataset at all: a named split too starts from the plain turn
+        assert first_turn(env, instance, "test") == [{"role": "user", "content": PLAIN_TURN}]

@@ -4,12 +4,14 @@ only on request, closed with the session or once it idles."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from agent_env.errors import SplitNotFoundError
 from agent_env.server import EpisodeNotFoundError
 from agent_env.server._bindings import SessionEpisodes
 from agent_env.server._episodes import EpisodeRegistry
@@ -49,6 +51,31 @@ async def test_without_a_configured_row_a_session_starts_from_the_first_row_of_t
     sessions = SessionEpisodes(registry)  # ToyDesk has only a train split: [{"seed": 0}, {"seed": 1}, ...]
     assert await sessions.default_row() == {"seed": 0}
     assert (await sessions.episode_for("s1"))[1] == "counter starts at 0"
+
+
+class BaseOnly(ToyDesk):
+    """A toy whose one split is `base`, as τ²-bench's mock domain's."""
+
+    def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        if split != "base":
+            raise SplitNotFoundError(f"BaseOnly has no split {split!r}", splits=["base"])
+        return [{"seed": 7}, {"seed": 8}]
+
+
+async def test_without_a_test_or_train_split_a_session_starts_from_the_first_split_the_environment_names(
+    caplog,
+):
+    registry = EpisodeRegistry(BaseOnly, {}, Limits())
+    await registry.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="agent_env"):
+            assert await SessionEpisodes(registry).default_row() == {"seed": 7}
+        assert caplog.messages == [
+            "agent_env: no split was named and BaseOnly has no 'test' or 'train' split: its first split, 'base', "
+            "is used instead"
+        ]
+    finally:
+        await registry.stop()
 
 
 async def test_an_expired_episode_is_not_replaced_behind_the_sessions_back(registry):

@@ -203,12 +203,16 @@ def test_a_read_only_cache_is_the_loaders_error_and_downloads_nothing(tiny, tmp_
 
 
 def test_a_cache_that_refuses_the_file_is_the_loaders_error(tiny, tmp_path, monkeypatch):
-    """As the read-only test above, where the user is root: mkstemp refuses as it does without write permission."""
+    """As the read-only test above, where the user is root: the download's file is refused as it is without write
+    permission."""
+    real_open = os.open
 
-    def refuse(*args: object, dir: str, **kwargs: object) -> tuple[int, str]:
-        raise PermissionError(13, "Permission denied", os.path.join(dir, "x.part"))
+    def refuse(path: str, *args: object, **kwargs: object) -> int:
+        if str(path).endswith(".part"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(data.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(data.os, "open", refuse)
     with pytest.raises(
         Tau2DataError, match=r"cannot be written to \(PermissionError: Permission denied\)"
     ) as raised:
@@ -217,6 +221,66 @@ def test_a_cache_that_refuses_the_file_is_the_loaders_error(tiny, tmp_path, monk
     assert "Point $AGENT_ENV_CACHE at a folder you can write" in message
     assert_both_ways_out(message)
     assert tiny.asked == [] and cached(tmp_path) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes and the umask are POSIX's")
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_a_cached_file_has_the_mode_the_umask_allows(tiny, umask, mode):
+    previous = os.umask(umask)
+    try:
+        folder = domain_folder("tiny")
+    finally:
+        os.umask(previous)
+    assert {path.name: path.stat().st_mode & 0o777 for path in folder.iterdir()} == dict.fromkeys(
+        CONTENT, mode
+    )
+
+
+def test_a_cached_file_that_cannot_be_read_names_it_and_the_ways_out(tiny, tmp_path, monkeypatch):
+    folder = domain_folder("tiny")
+    data._checked_digest.cache_clear()
+    real_open = open
+
+    def refuse(path: str, *args: object, **kwargs: object) -> object:
+        if str(path).endswith("policy.md"):  # what chmod 000 does for anyone but root
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(data, "open", refuse, raising=False)
+    tiny.asked.clear()
+    with pytest.raises(Tau2DataError) as raised:
+        domain_folder("tiny")
+    message = str(raised.value)
+    assert (
+        f"the cached {folder / 'policy.md'} cannot be used: it cannot be read (PermissionError: Permission "
+        in (message)
+    )
+    assert "Remove it and agent_env downloads it again" in message and "Point" not in message
+    assert_both_ways_out(message)
+    assert tiny.asked == [] and (folder / "policy.md").read_bytes() == CONTENT["policy.md"]
+
+
+def test_a_failed_download_leaves_no_folder_it_made(tiny, tmp_path):
+    tiny.files.pop("db.json")  # the first to download: a 404 before any file is kept
+    with pytest.raises(Tau2DataError, match="HTTPError"):
+        domain_folder("tiny")
+    assert not (
+        tmp_path / "cache"
+    ).exists()  # the cache, tau2/, the commit's folder and tiny/: all made, all gone
+    other = tmp_path / "cache" / "tau2" / "other"
+    other.mkdir(parents=True)
+    with pytest.raises(Tau2DataError, match="HTTPError"):
+        domain_folder("tiny")
+    assert [path.name for path in (tmp_path / "cache" / "tau2").iterdir()] == [
+        "other"
+    ]  # what was there stays
+
+
+def test_a_download_that_fails_after_a_file_was_kept_keeps_it_and_its_folder(tiny, tmp_path):
+    tiny.files.pop("tasks.json")  # the last to download
+    with pytest.raises(Tau2DataError, match="HTTPError"):
+        domain_folder("tiny")
+    assert cached(tmp_path) == ["db.json", "policy.md"]  # whole and hashed: kept for the next attempt
 
 
 def test_no_network_and_no_folder_names_both_ways_out(tiny, monkeypatch):

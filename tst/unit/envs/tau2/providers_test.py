@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError, ToolError
+from agent_env._splits import split_to_play
+from agent_env.server.errors import DatasetNotFoundError
 from agent_env.session import Provider
 from agent_env.users import ASIDE, USER_CHANNEL, ScriptedUser
 
@@ -99,3 +101,14 @@ def test_an_aside_reaches_the_far_sides_record_and_counts_as_said(provider):
             session.call_tool(USER_CHANNEL, {"message": "Anything else?"})
             rewards.append(session.score().reward)
     assert rewards == [1.0, 0.0]  # without the aside, nothing the task must say was said
+
+
+def test_a_served_environment_names_its_splits_when_a_split_is_missing(provider):
+    if type(provider).__name__ != "RemoteProvider":
+        pytest.skip("OpenEnv's wire carries no datasets")
+    with pytest.raises(
+        DatasetNotFoundError, match="τ²-bench mock has no split 'train'; its splits are base"
+    ) as raised:
+        provider.dataset_rows("train")
+    assert raised.value.splits == ("base",)  # across the wire, so a default split falls back as in process
+    assert split_to_play(provider.dataset_rows, None, ("train",), provider.name) == "base"
