@@ -9,9 +9,11 @@ and "me" after a preposition or a verb such as "tell" or "help"). Quoted text ('
 never changed, and neither is a name or an id.
 
 A sentence that tells the simulated user how to act ("Make sure you mention ...", "If the agent asks you to double
-check, then say that you made a mistake ...", "Ask the agent how much money you can save") is kept as it is: said by
-the customer in the first person it would be wrong, and no rule rewrites it into something the customer would say
-without losing what it reveals. `addressed_to_the_user` tells them apart.
+check, then say that you made a mistake ...", "Ask the agent how much money you can save") is kept as it is by
+`first_person`: said by the customer in the first person it would be wrong, and no rule rewrites it into something
+the customer would say without losing what it reveals. `customer_opening`, what the scripted user opens with, leaves
+such sentences out: no customer says them, and they would tell the agent the scenario's plan. `addressed_to_the_user`
+tells them apart.
 """
 
 from __future__ import annotations
@@ -77,6 +79,24 @@ def first_person(text: str) -> str:
     return "".join(
         part + (breaks[index] if index < len(breaks) else "") for index, part in enumerate(rewritten)
     )
+
+
+def customer_opening(text: str) -> str:
+    """What a customer would say of `text`: `first_person`, without the sentences that tell the simulated user how
+    to act (`kept`), which no customer says to an agent and which would hand the agent the scenario's plan; all of
+    `text` in the first person if every sentence is such a one."""
+    parts = SENTENCE_BREAK.split(text)
+    breaks = [*SENTENCE_BREAK.findall(text), ""]
+    said: list[tuple[str, str]] = []
+    for part, gap in zip(parts, breaks, strict=True):
+        if part and kept(part):  # left out; a paragraph break after it still ends the paragraph before it
+            if said and "\n" in gap and "\n" not in said[-1][1]:
+                said[-1] = (said[-1][0], gap)
+            continue
+        said.append((part, gap))
+    if not any(part for part, _ in said):
+        return first_person(text)
+    return "".join(_rewrite_sentence(part) + gap for part, gap in said).strip()
 
 
 def sentences(text: str) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from agent_env.envs.tau2.data import domain_folder, named_root, unreadable, unusable
-from agent_env.envs.tau2.first_person import first_person
+from agent_env.envs.tau2.first_person import customer_opening
 from agent_env.envs.tau2.shared import share
 from agent_env.errors import SplitNotFoundError
 from agent_env.users import Scenario
@@ -169,17 +169,17 @@ THANKS = "Thank you, that is all I needed."
 
 def scripted_turns(instructions: Instructions | str) -> tuple[str, ...]:
     """What a scripted user says when no model plays it: the scenario's reason for the call and what it knows, said
-    as the customer would say them (in the first person: `first_person`), then a confirmation of whatever the agent
-    proposes, then thanks. A stand-in for tests and for training without a user model, not τ²-bench's user: it
-    reveals at once what a real user would disclose progressively, and some scenarios' hidden intentions with it;
-    the sentences that tell the user how to act are said as written."""
+    as the customer would say them (in the first person, without the sentences that tell the user how to act:
+    `customer_opening`), then a confirmation of whatever the agent proposes, then thanks. A stand-in for tests and
+    for training without a user model, not τ²-bench's user: it reveals at once what a real user would disclose
+    progressively, and some scenarios' hidden intentions with it."""
     if isinstance(instructions, str):
         opening = instructions.strip()
     else:
         opening = "\n\n".join(
             text.strip() for text in (instructions.reason_for_call, instructions.known_info) if text
         )
-    return (first_person(opening), CONFIRM, CONFIRM, THANKS)
+    return (customer_opening(opening), CONFIRM, CONFIRM, THANKS)
 
 
 @dataclass(frozen=True)

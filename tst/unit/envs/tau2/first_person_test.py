@@ -1,7 +1,7 @@
 """`agent_env/envs/tau2/first_person.py`: the scripted user's opening in the customer's voice. Over every task of the
-three domains no second-person word is left outside quotes but in the sentences kept as written (those telling the
-user how to act), the opening says what the scenario's reason and known info say, sentence for sentence, and a few
-openings read exactly as a customer would write them."""
+three domains no second-person word is left outside quotes, the sentences telling the user how to act are left out,
+the opening says what the scenario's reason and known info say, sentence for sentence, and a few openings read
+exactly as a customer would write them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from agent_env.envs.tau2.first_person import (
     SECOND_PERSON,
-    addressed_to_the_user,
+    customer_opening,
     first_person,
     kept,
     sentences,
@@ -47,32 +47,30 @@ def opening(domain: str, task_id: str) -> str:
 
 @needs_data
 @pytest.mark.parametrize(
-    ("domain", "count", "kept_as_written"), [("airline", 50, 4), ("retail", 114, 41), ("mock", 10, 2)]
+    ("domain", "count", "left_out"), [("airline", 50, 4), ("retail", 114, 41), ("mock", 10, 2)]
 )
-def test_no_second_person_is_left_outside_quotes_but_in_sentences_that_tell_the_user_how_to_act(
-    domain, count, kept_as_written
+def test_no_second_person_is_left_outside_quotes_and_sentences_that_tell_the_user_how_to_act_are_left_out(
+    domain, count, left_out
 ):
     found = tasks(domain)
     assert len(found) == count
-    left = 0
+    dropped = 0
     for task_id, task in found.items():
         said = opening(domain, task_id)
+        assert said.strip(), f"{domain} {task_id}: an empty opening"
         for sentence in sentences(said):
-            if SECOND_PERSON.search(unquoted(sentence)):
-                assert addressed_to_the_user(sentence), f"{domain} {task_id}: {sentence!r}"
-                assert sentence in sentences(scenario(task)), (
-                    f"{domain} {task_id}: changed yet kept {sentence!r}"
-                )
-                left += 1
-    assert left == kept_as_written  # a change of the rules that keeps more (or fewer) sentences shows here
+            assert not SECOND_PERSON.search(unquoted(sentence)), f"{domain} {task_id}: {sentence!r}"
+        dropped += sum(1 for sentence in sentences(scenario(task)) if kept(sentence))
+    assert dropped == left_out  # a change of the rules that leaves out more (or fewer) sentences shows here
 
 
 @needs_data
 @pytest.mark.parametrize("domain", ["airline", "retail", "mock"])
 def test_the_opening_says_the_reason_and_what_is_known_sentence_for_sentence_and_nothing_else(domain):
     for task in tasks(domain).values():
-        written, said = sentences(scenario(task)), sentences(opening(domain, task.id))
-        assert len(said) == len(written), task.id
+        written = [sentence for sentence in sentences(scenario(task)) if not kept(sentence)]
+        said = sentences(opening(domain, task.id))
+        assert said == [first_person(sentence) for sentence in written], task.id
         quotes = [part for sentence in written for part in sentence.split() if part.startswith("'")]
         assert all(quote in opening(domain, task.id) for quote in quotes), task.id  # quotes as written
         instructions = task.user_scenario.instructions
@@ -113,8 +111,7 @@ def test_the_opening_says_the_reason_and_what_is_known_sentence_for_sentence_and
             "retail",
             "51",
             "I want to return the digital camera that I received. I guess that the order number is #W8855135, but I'm"
-            " not 100% sure. Insist that you want to return the camera and get a refund to the original payment "
-            "method.\n\nI am Sofia Li, residing in San Antonio, 78260.",
+            " not 100% sure.\n\nI am Sofia Li, residing in San Antonio, 78260.",
         ),
         (
             "retail",
@@ -159,3 +156,15 @@ def test_the_rules(written, said):
         for sentence in sentences(written)
         if SECOND_PERSON.search(unquoted(sentence))
     )
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("You want X. Make sure you mention Y.\n\nYou are Mei.", "I want X.\n\nI am Mei."),
+        ("You want X.\n\nInsist that you want it.\nYou are Mei.", "I want X.\n\nI am Mei."),
+        ("Make sure you mention Y.", "Make sure you mention Y."),  # nothing else to say: said as written
+    ],
+)
+def test_the_customers_opening_leaves_out_what_tells_the_user_how_to_act(written, said):
+    assert customer_opening(written) == said
