@@ -97,6 +97,18 @@ class TestToolsAsTheModelSeesThem:
             session.reset()
             assert "The sum of 2 and 3 is 5." in session.call_tool("get_sum", {"a": 2, "b": 3})
 
+    def test_a_tool_whose_parameters_are_named_self_and_class_is_called_through_the_factory(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, StdioServer(*_split(scripted("--odd-names"))), tools=["whoami"])
+        instance = env.factory()  # the TRL-facing class: a method per tool, whatever its parameters are called
+        try:
+            instance.reset(prompt=PROMPT)
+            assert instance.whoami(self="Ada", **{"class": "engineer"}) == "Ada (engineer)"
+            assert type(instance).whoami(instance, self="Grace") == "Grace (no class)"  # as a TRL taking the class
+        finally:
+            instance._session.close()
+
 
 class TestCalls:
     def test_a_nested_call_reaches_the_server_and_the_reward_reads_its_state(

@@ -17,6 +17,7 @@ from transformers.utils import get_json_schema
 from agent_env import AgentEnv, Environment, LocalProvider, ToolArgumentError, ToolFailedError, tool
 from agent_env.inspection.probe import first_turn, trl_instance
 from agent_env.schema import fingerprint
+from agent_env.tools import Tool
 from agent_env.training import EnvironmentFactory, SchemaTool, TRLEnvironment, _render_check, fidelity
 from agent_env.training._render_check import (
     RenderCheckError,
@@ -445,3 +446,39 @@ def test_a_property_that_is_no_python_name_is_shown_and_taken_by_the_factory():
     # Python parameter can be called, and the method still takes it.
     method = type(environment).route
     assert list(get_json_schema(method)["function"]["parameters"]["properties"]) == ["to"]
+
+
+class Receivers(Environment):
+    """A listed tool (as an MCP server's is) whose parameters are named as a method's receivers and a keyword."""
+
+    def reset(self, **row):
+        return None
+
+    def reward(self):
+        return 0.0
+
+
+def _whoami(environment, /, **arguments):
+    return json.dumps(arguments, sort_keys=True)
+
+
+_RECEIVERS_SCHEMA = {
+    "type": "object",
+    "properties": {"self": {"type": "string"}, "cls": {"type": "string"}, "from": {"type": "string"}},
+    "required": ["self"],
+}
+Receivers.tools = type(Receivers.tools)(
+    [Tool.from_schema("whoami", "Say who.", _RECEIVERS_SCHEMA, _whoami), Environment.tools["end_turn"]]
+)
+
+
+def test_a_tool_with_parameters_named_self_cls_and_from_gets_a_method_that_takes_each_of_them():
+    environment = EnvironmentFactory(LocalProvider(Receivers))()  # built, not refused
+    environment.reset()
+    told = {"self": "Ada", "cls": "person", "from": "London"}
+    assert json.loads(environment.whoami(**told)) == told  # the SchemaTool TRL calls
+    assert json.loads(type(environment).whoami(environment, **told)) == told  # the class's own method
+    # Where both receiver names are the tool's own, the method's signature leaves `self` to **arguments, as `from`
+    assert list(inspect.signature(type(environment).whoami).parameters) == ["self", "cls"]
+    shown = get_json_schema(type(environment).whoami)
+    assert list(shown["function"]["parameters"]["properties"]) == ["cls"]
