@@ -481,6 +481,16 @@ class ClassProvider(Protocol):
     environment: type[Environment]
 
 
+@runtime_checkable
+class ServedClassProvider(Protocol):
+    """A provider of an environment served elsewhere (`agent-env serve`, its OpenEnv surface) whose server can name
+    the class it serves, so that what only the class tells (its own tool methods) can be had by importing it here."""
+
+    def served_class(self) -> str | None:
+        """`package.module:Class`, as the server names the class it serves; None when it names none."""
+        ...
+
+
 def tools_published_elsewhere(provider: Provider) -> frozenset[str]:
     """The names of `provider`'s tools whose description and schema another server wrote (an MCP server's), so that
     what they leave unsaid is not a docstring's to fix; none known when the class is not in this process."""

@@ -197,7 +197,13 @@ class ServerSet:
                 if source.tools is not None and published not in source.tools and safe not in source.tools:
                     continue
                 try:
-                    tool = Tool.from_schema(safe, entry.description or "", entry.input_schema, remote(safe))
+                    tool = Tool.from_schema(
+                        safe,
+                        entry.description or "",
+                        entry.input_schema,
+                        remote(safe),
+                        listed_name=entry.name,
+                    )
                 except ToolDefinitionError as error:
                     message = f"{label} lists tool {entry.name!r}, which agent_env cannot publish: {error}"
                     if not source.skip_unpublishable:

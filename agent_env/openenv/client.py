@@ -80,6 +80,7 @@ class OpenEnvProvider:
     name: str
     transport: Transport
     _tools: ToolSet | None
+    _class: str | None
     _lock: threading.Lock
 
     def __init__(
@@ -106,6 +107,12 @@ class OpenEnvProvider:
             if self._tools is None:
                 self._tools = ToolSet(self._held_tools(self._list_tools()))
             return self._tools
+
+    def served_class(self) -> str | None:
+        """The `package.module:Class` an agent_env server names in its tool listing's metadata (listed once per
+        process), or None when it names none (another OpenEnv server, or a class it cannot name so)."""
+        self.tool_set()
+        return self._class
 
     def open(self) -> OpenEnvSession:
         """A new session; it connects on its first `reset`."""
@@ -143,6 +150,8 @@ class OpenEnvProvider:
         tools: list[Any] = observation["tools"]
         metadata = observation.get("metadata")
         failure = metadata.get("error") if isinstance(metadata, dict) else None
+        served = metadata.get(wire.SERVED_CLASS) if isinstance(metadata, dict) else None
+        self._class = served if isinstance(served, str) else None
         if not tools and failure:
             raise RemoteError(f"listing the tools failed on the OpenEnv server: {failure}")
         return tools
@@ -180,6 +189,7 @@ class OpenEnvProvider:
         self._default_transport = transport is None
         self.transport = transport or WebSocketTransport(url, headers, timeout)
         self._tools: ToolSet | None = None
+        self._class: str | None = None
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:

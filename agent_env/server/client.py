@@ -86,6 +86,7 @@ class RemoteProvider:
         self._client_pid = 0
         self._lock = threading.Lock()
         self._tools: list[dict[str, Any]] | None = None
+        self._class: str | None = None
         self._served: dict[str, str] = {}
         """The split of each row this provider read from the server, by the row's digest (not pickled)."""
         self.name: str = name if name is not None else self._fetch_listing()
@@ -96,6 +97,13 @@ class RemoteProvider:
             self._fetch_listing()
         assert self._tools is not None
         return self._tools
+
+    def served_class(self) -> str | None:
+        """The `package.module:Class` the server says it serves (fetched with the tools), or None when it names
+        none: a class it cannot name so (an `MCPEnvironment`'s, one defined in `__main__`), or another server."""
+        if self._tools is None:
+            self._fetch_listing()
+        return self._class
 
     def open(self) -> RemoteSession:
         """A new session; its server-side episode is opened by the first `reset`."""
@@ -207,6 +215,8 @@ class RemoteProvider:
     def _fetch_listing(self) -> str:
         listing = self.request("GET", "/tools", action="listing the tools")
         self._tools = listing["tools"]
+        served = listing.get("class")
+        self._class = served if isinstance(served, str) else None
         name: str = listing["environment"]
         return name
 
