@@ -267,9 +267,11 @@ class OpenEnvSession(Session):
                     self._unscored = f"ending it to read its reward failed on the server: {error}"
                 self._ended_by = "its reward was read, which ends a running episode"
             if self._unscored is not None:
-                raise UnscoredEpisodeError(
+                unscored = UnscoredEpisodeError(
                     self._unscored, environment=self.provider.name, episode=self.episode
                 )
+                unscored.crossed = True  # the server's failure: its traceback is in the server's log
+                raise unscored
             return self._reward if self._reward is not None else 0.0
 
     def ended(self) -> str | None:

@@ -426,9 +426,11 @@ def from_wire(error: Mapping[str, Any], status: int) -> AgentEnvError:
     faults = error.get("faults")
     if isinstance(faults, Mapping) and hasattr(raised, "faults"):
         raised.faults = {str(kind): int(count) for kind, count in faults.items()}
-    cause = error.get("cause")
-    if isinstance(cause, Mapping) and isinstance(raised, UnscoredEpisodeError):
-        raised.cause = from_wire(cause, status)
+    if isinstance(raised, UnscoredEpisodeError):
+        raised.crossed = True
+        cause = error.get("cause")
+        if isinstance(cause, Mapping):
+            raised.cause = from_wire(cause, status)
     return raised
 
 
