@@ -178,7 +178,7 @@ class LocalSession(Session):
         self.state = EpisodeState.NEW  # a reset that fails leaves no episode running, not the last one
         self.episode = episode_label(row, self.where)
         try:
-            observation = self.environment.reset(**row)
+            observation = checked_observation(self.environment.reset(**row))
         except Exception as error:
             raise self._unscored(error, "its reset raised")  # noqa: B904 (its cause is set)
         self.state = EpisodeState.RUNNING
@@ -414,6 +414,25 @@ def checked_reward(environment: str, value: Any) -> float:
     raise RewardError(
         f"{environment}.reward returned {returned}; a reward must be a finite real number, an int or a float like "
         f"0.5: {fix}"
+    )
+
+
+def checked_observation(value: Any) -> Any:
+    """What an environment's `reset` returned, as it is when TRL can take it: None, a string, or a list of content
+    parts (each an object with a string `type`: `{"type": "text", "text": ...}`), which TRL appends to the prompt's
+    last message; else `UnscoredEpisodeError` saying what it returned and what to return (TRL would stop the step at
+    `content + observation` with a bare TypeError)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(
+        isinstance(part, dict) and isinstance(part.get("type"), str) for part in value
+    ):
+        return value
+    kind = type(value).__name__
+    raise UnscoredEpisodeError(
+        f"its reset returned {reprlib.repr(value)} ({'an' if kind[:1] in 'aeiou' else 'a'} {kind}), not an observation "
+        'TRL can append to the prompt: return a string, None, or a list of content parts like {"type": "text", '
+        '"text": "..."}'
     )
 
 

@@ -14,7 +14,15 @@ import transformers.tokenization_utils_base as tokenization
 from pydantic import Field
 from transformers.utils import get_json_schema
 
-from agent_env import AgentEnv, Environment, LocalProvider, ToolArgumentError, ToolFailedError, tool
+from agent_env import (
+    AgentEnv,
+    Environment,
+    LocalProvider,
+    LocalSession,
+    ToolArgumentError,
+    ToolFailedError,
+    tool,
+)
 from agent_env.inspection.probe import first_turn, trl_instance
 from agent_env.schema import fingerprint
 from agent_env.tools import Tool
@@ -28,7 +36,7 @@ from agent_env.training._render_check import (
 )
 from agent_env.training.rendering import render
 from agent_env.training.templates import ChatTemplate, load_template
-from agent_env.training.trl import own_paragraph
+from agent_env.training.trl import environment_class, own_paragraph
 from testbed.toy import ToyDesk
 from tst.data.families import Notes
 from tst.data.vague import Vague, VagueServer
@@ -482,3 +490,33 @@ def test_a_tool_with_parameters_named_self_cls_and_from_gets_a_method_that_takes
     assert list(inspect.signature(type(environment).whoami).parameters) == ["self", "cls"]
     shown = get_json_schema(type(environment).whoami)
     assert list(shown["function"]["parameters"]["properties"]) == ["cls"]
+
+
+class OwnSession(LocalSession):
+    """A session of the user's own making that hands on whatever its environment's reset returned, unchecked."""
+
+    def reset(self, **row):
+        return self.environment.reset(**row) or 42
+
+
+class Quiet(Environment):
+    def reset(self, **row):
+        return None
+
+    def reward(self):
+        return 1.0
+
+
+def test_a_reset_observation_trl_cannot_take_is_the_environments_failure_scored_0_with_one_warning(caplog):
+    published = Quiet.tools.published
+    environment = environment_class("Quiet", published, fingerprint(published))(OwnSession(Quiet()))
+    with caplog.at_level(logging.WARNING, logger="agent_env"):
+        assert (
+            environment.reset(task_id="t9") is None
+        )  # nothing for TRL to append, and no TypeError in its step
+        assert environment.get_reward() == 0.0
+    (warning,) = [record for record in caplog.records if record.name == "agent_env.training"]
+    assert warning.getMessage().startswith(
+        'agent_env: Quiet could not score the episode of task_id="t9" (in its OwnSession): its reset returned 42 '
+        "(an int), not an observation TRL can append to the prompt"
+    )
