@@ -151,7 +151,9 @@ class Tool:
             schema = normalize(input_schema)
             check_schema(schema)
             validator = validator_for(schema)
-        except (SchemaNormalizationError, ValueError) as error:
+        except SchemaNormalizationError as error:  # what only its author can change is theirs to say
+            raise ToolDefinitionError(f"tool '{name}': {error.problem}") from None
+        except ValueError as error:
             raise ToolDefinitionError(f"tool '{name}': {error}") from None
         # Read once upgraded: up to draft-07, a `type` beside a `$ref` says nothing, and the `$ref` may say it.
         if schema.get("type") != "object":
