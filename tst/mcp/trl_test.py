@@ -123,7 +123,8 @@ def test_the_example_make_mcp_example_runs_trains_with_plain_trl(
     knowledge_graph.main(["--steps", "1"])
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("5 tools from server-memory: create_entities, create_relations")
-    assert printed[-1].startswith("step 1: loss ")  # one optimizer step, its reward read off the servers' graphs
+    # one optimizer step, its reward read off the servers' graphs
+    assert printed[-1].startswith("step 1: loss ")
     assert printed[-1].endswith(", reward 0.500, tool calls per rollout 1.50")
     assert wait_until(lambda: not servers_left()), f"server processes left running: {servers_left()}"
 
