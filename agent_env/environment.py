@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import re
+import sys
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from agent_env.tools import END_TURN, ToolSet, tool
@@ -129,12 +132,54 @@ def source_of(environment: type[Environment]) -> EnvironmentSource | None:
     return source if isinstance(source, EnvironmentSource) else None
 
 
+_REFERENCE = re.compile(r"(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<name>[A-Za-z_]\w*)")
+
+
+def class_reference(environment: type) -> str | None:
+    """`package.module:Class`, by which another process imports `environment` itself; None for a class that cannot
+    be imported by name: one built at run time from a source (an `MCPEnvironment`'s), defined in a function or in
+    `__main__`, or not found under its own name."""
+    if source_of(environment) is not None:
+        return None
+    module, name = environment.__module__, environment.__qualname__
+    if module == "__main__" or getattr(sys.modules.get(module), name, None) is not environment:
+        return None
+    reference = f"{module}:{name}"
+    return reference if _REFERENCE.fullmatch(reference) else None
+
+
+def import_class(reference: str) -> type[Environment]:
+    """The `Environment` subclass written in Python that `package.module:Class` names (a `class_reference`),
+    imported here. A module of Python's standard library is never imported for it: no environment lives there.
+
+    Raises:
+        ImportError: Its module cannot be imported here.
+        LookupError: `reference` names no such class.
+    """
+    found = _REFERENCE.fullmatch(reference)
+    if found is None:
+        raise LookupError(f"{reference!r} is no 'package.module:Class'")
+    module_name = found["module"]
+    if module_name.partition(".")[0] in sys.stdlib_module_names:
+        raise LookupError(
+            f"{reference!r} names a module of Python's standard library, where no environment is"
+        )
+    environment = getattr(importlib.import_module(module_name), found["name"], None)
+    if not (isinstance(environment, type) and issubclass(environment, Environment)):
+        raise LookupError(f"{reference!r} names no Environment subclass here")
+    if source_of(environment) is not None:
+        raise LookupError(f"{reference!r} is built from a source, not written in Python")
+    return environment
+
+
 __all__ = [
     "END_TURN",
     "Environment",
     "EnvironmentReference",
     "EnvironmentSource",
+    "class_reference",
     "environment_class_of",
+    "import_class",
     "source_of",
     "tool",
 ]

@@ -96,6 +96,8 @@ class UnscoredEpisodeError(AgentEnvError, RuntimeError):
         cause: The exception the environment's code raised (it is this error's `__cause__` too, so a logged
             traceback shows it). An agent_env error (a user endpoint's failing reset) crosses a wire and a pickle
             with it; any other is None once it crossed (`why` says what it was).
+        crossed: Whether it came over a wire or through a pickle from the process that ran the episode (a server,
+            a Ray actor), whose log holds its traceback; False where it was raised.
     """
 
     code = "unscored_episode"
@@ -110,6 +112,7 @@ class UnscoredEpisodeError(AgentEnvError, RuntimeError):
         self.environment = environment
         self.episode = episode
         self.cause = cause
+        self.crossed = False
 
     def named(self, environment: str, episode: str) -> UnscoredEpisodeError:
         """This error, naming `environment` and `episode` unless it names them already; returns itself."""
@@ -137,7 +140,9 @@ def _rebuilt(
     cause: BaseException | None = None,
 ) -> UnscoredEpisodeError:
     """An `UnscoredEpisodeError` (or subclass) unpickled with its names, which `Exception`'s pickling drops."""
-    return cls(why, environment=environment, episode=episode, cause=cause)
+    error = cls(why, environment=environment, episode=episode, cause=cause)
+    error.crossed = True
+    return error
 
 
 class InfrastructureFailedError(UnscoredEpisodeError):

@@ -178,7 +178,7 @@ class LocalSession(Session):
         self.state = EpisodeState.NEW  # a reset that fails leaves no episode running, not the last one
         self.episode = episode_label(row, self.where)
         try:
-            observation = self.environment.reset(**row)
+            observation = checked_observation(self.environment.reset(**row))
         except Exception as error:
             raise self._unscored(error, "its reset raised")  # noqa: B904 (its cause is set)
         self.state = EpisodeState.RUNNING
@@ -417,6 +417,25 @@ def checked_reward(environment: str, value: Any) -> float:
     )
 
 
+def checked_observation(value: Any) -> Any:
+    """What an environment's `reset` returned, as it is when TRL can take it: None, a string, or a list of content
+    parts (each an object with a string `type`: `{"type": "text", "text": ...}`), which TRL appends to the prompt's
+    last message; else `UnscoredEpisodeError` saying what it returned and what to return (TRL would stop the step at
+    `content + observation` with a bare TypeError)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(
+        isinstance(part, dict) and isinstance(part.get("type"), str) for part in value
+    ):
+        return value
+    kind = type(value).__name__
+    raise UnscoredEpisodeError(
+        f"its reset returned {reprlib.repr(value)} ({'an' if kind[:1] in 'aeiou' else 'a'} {kind}), not an observation "
+        'TRL can append to the prompt: return a string, None, or a list of content parts like {"type": "text", '
+        '"text": "..."}'
+    )
+
+
 def as_text(result: Any) -> str:
     """A tool's result as the text the model reads: strings as they are, anything else as compact JSON."""
     if isinstance(result, str):
@@ -479,6 +498,16 @@ class ClassProvider(Protocol):
     `Tool`s behind its published dicts; a served environment's client holds only the dicts."""
 
     environment: type[Environment]
+
+
+@runtime_checkable
+class ServedClassProvider(Protocol):
+    """A provider of an environment served elsewhere (`agent-env serve`, its OpenEnv surface) whose server can name
+    the class it serves, so that what only the class tells (its own tool methods) can be had by importing it here."""
+
+    def served_class(self) -> str | None:
+        """`package.module:Class`, as the server names the class it serves; None when it names none."""
+        ...
 
 
 def tools_published_elsewhere(provider: Provider) -> frozenset[str]:

@@ -96,8 +96,9 @@ class Tool:
 
     `published_elsewhere` says its description and schema are another server's (`from_schema`: an MCP server's
     listing), not this package's docstrings and types, so what they leave unsaid is not fixed by editing either;
-    `listed_schema` is then that schema as the server listed it, before agent_env normalized it (what a port of the
-    server's tools without agent_env would read).
+    `listed_schema` is then that schema as the server listed it, before agent_env normalized it, and `listed_name`
+    the name it listed the tool under (`get-sum`, published as `get_sum`): what a port of the server's tools without
+    agent_env would read.
     """
 
     name: str
@@ -111,6 +112,7 @@ class Tool:
     listed_schema: Any = None
     hidden: bool = False
     """Not published: `ToolSet.resolve` finds it, nothing that lists tools does (`tool(hidden=True)`)."""
+    listed_name: str | None = None
 
     def published(self) -> dict[str, Any]:
         """The tool as MCP lists it: `name`, `description`, `inputSchema`."""
@@ -135,13 +137,19 @@ class Tool:
 
     @classmethod
     def from_schema(
-        cls, name: str, description: str, input_schema: Any, function: Callable[..., Any]
+        cls,
+        name: str,
+        description: str,
+        input_schema: Any,
+        function: Callable[..., Any],
+        *,
+        listed_name: str | None = None,
     ) -> Tool:
         """A tool published elsewhere (a remote server's listing), held to its schema here: the schema is checked
         against the metaschema of the dialect it declares (an MCP server's draft-07, or 2020-12 when it declares
         none), normalized to 2020-12 with its meaning kept, and checked again, as an explicit one is; calls are
         validated before `function` runs them with the arguments as sent (awaited, when it is a coroutine
-        function).
+        function). `listed_name` is the name the server lists it under, when it is published under another.
 
         Raises:
             ToolDefinitionError: The name or the schema cannot be published; the message says which and why.
@@ -155,7 +163,9 @@ class Tool:
             schema = normalize(input_schema)
             check_schema(schema)
             validator = validator_for(schema)
-        except (SchemaNormalizationError, ValueError) as error:
+        except SchemaNormalizationError as error:  # what only its author can change is theirs to say
+            raise ToolDefinitionError(f"tool '{name}': {error.problem}") from None
+        except ValueError as error:
             raise ToolDefinitionError(f"tool '{name}': {error}") from None
         # Read once upgraded: up to draft-07, a `type` beside a `$ref` says nothing, and the `$ref` may say it.
         if schema.get("type") != "object":
@@ -170,6 +180,7 @@ class Tool:
             is_async=inspect.iscoroutinefunction(function),
             published_elsewhere=True,
             listed_schema=input_schema,
+            listed_name=listed_name if listed_name is not None else name,
         )
 
     @classmethod

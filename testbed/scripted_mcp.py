@@ -2,8 +2,8 @@
 features no third-party server here shows: a score tool, process state, hangs, exits, junk on stdout, paginated
 and changing tool lists, and tools agent_env cannot publish; for tst/mcp and bench/mcp_batch.py.
 
-Usage: python scripted_mcp.py [--pages N] [--tools-from FILE] [--junk banner|mangle] [--unpublishable] [--crash-on-start]
-       [--start-delay SECONDS] [--child] [--stubborn]
+Usage: python scripted_mcp.py [--pages N] [--tools-from FILE] [--junk banner|mangle] [--unpublishable] [--odd-names]
+       [--crash-on-start] [--start-delay SECONDS] [--child] [--stubborn]
 """
 
 from __future__ import annotations
@@ -82,6 +82,33 @@ UNPUBLISHABLE: dict[str, dict[str, Any]] = {
     },
 }
 
+ODD_NAMES: dict[str, dict[str, Any]] = {
+    "café": {  # a Python identifier, but no ASCII one
+        "description": "Order a coffee.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"size": {"type": "string", "enum": ["small", "large"]}},
+        },
+    },
+    "get-sum": {  # no identifier: published as get_sum
+        "description": "Add two numbers.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+    },
+    "whoami": {  # parameters named as a method's receiver and a keyword
+        "description": "Answer who and what it was told.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"self": {"type": "string"}, "class": {"type": "string"}},
+            "required": ["self"],
+        },
+    },
+}
+"""Tools whose names (their own, or their parameters') no Python method takes as they are."""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -89,6 +116,7 @@ def main() -> None:
     parser.add_argument("--tools-from")
     parser.add_argument("--junk", choices=["banner", "mangle"])
     parser.add_argument("--unpublishable", action="store_true")
+    parser.add_argument("--odd-names", action="store_true")
     parser.add_argument("--crash-on-start", action="store_true")
     parser.add_argument("--start-delay", type=float, default=0.0)
     parser.add_argument("--child", action="store_true")
@@ -108,6 +136,8 @@ def main() -> None:
             tools = {name: TOOLS[name] for name in json.load(file)}
     if options.unpublishable:
         tools.update(UNPUBLISHABLE)
+    if options.odd_names:
+        tools.update(ODD_NAMES)
     if options.junk == "banner":
         print("scripted server v1 starting (this line is not MCP)", flush=True)
     elif options.junk == "mangle":
@@ -160,6 +190,12 @@ async def serve(tools: dict[str, dict[str, Any]], pages: int) -> None:
             return text("slept")
         if params.name == "exit":
             os._exit(9)
+        if params.name == "café":
+            return text(f"one {arguments.get('size', 'small')} coffee")
+        if params.name == "get-sum":
+            return text(json.dumps(arguments["a"] + arguments["b"]))
+        if params.name == "whoami":
+            return text(f"{arguments['self']} ({arguments.get('class', 'no class')})")
         if params.name == "fail":
             return text("the fail tool always fails", is_error=True)
         if params.name == "grow_tools":

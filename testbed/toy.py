@@ -58,11 +58,14 @@ class ToyDesk(Environment):
         self.down = set(
             row.get("down", ())
         )  # services a row takes down ("battery", "notes"): tools that then raise
-        # A row's `raise_in` makes reset or reward fail as a bug would ("reset", "reward"), or reward find the judge
-        # it scores with down ("judge": a failure outside the episode).
+        # A row's `raise_in` makes reset or reward fail as a bug would ("reset", "reward", or "observation": a reset
+        # that returns no text), or reward find the judge it scores with down ("judge": a failure outside the
+        # episode).
         self.raise_in = row.get("raise_in")
         if self.raise_in == "reset":
             raise RuntimeError("the task store is down")
+        if self.raise_in == "observation":  # a reset that returns what TRL cannot append to the prompt
+            return 42  # type: ignore[return-value]
         return f"Task {row.get('task', 'none')}: submit offers, then end your turn."
 
     def reward(self) -> float:

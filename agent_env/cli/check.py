@@ -53,6 +53,8 @@ def check(
     named explicitly, or when a trainer's factory would refuse that template for a reason no lowering fixes (said
     under the table).
     """
+    from rich.markup import escape
+
     from agent_env.inspection.probe import judged, schema_tools, trl_instance
     from agent_env.inspection.tokens import TOKEN_TEMPLATE, tool_tokens
     from agent_env.inspection.views import fidelity_json, show_fidelity, show_gaps, show_tokens
@@ -60,7 +62,7 @@ def check(
     from agent_env.session import tools_published_elsewhere
     from agent_env.training.families import family_of
     from agent_env.training.fidelity import PROBE
-    from agent_env.training.plain import plain_tools
+    from agent_env.training.plain import plain_view
     from agent_env.training.templates import resolve_template, shipped_template_names
 
     explicit = templates != "all"
@@ -83,13 +85,14 @@ def check(
             judged(chat_template, published, None if stock else family_of(chat_template.text))
             for chat_template in chat_templates
         ]
-        tokens = None
+        tokens, basis = None, None
         # Tokens are counted under qwen3 only, so they are shown only when it is asked (or with every template).
         if not explicit or TOKEN_TEMPLATE in names:
             with trl_instance(env) as instance:
                 try:
-                    lossy = [tool.schema for tool in plain_tools(env.provider)]
-                    tokens = tool_tokens(PROBE, schema_tools(instance), lossy)
+                    view = plain_view(env.provider)
+                    tokens = tool_tokens(PROBE, schema_tools(instance), [tool.schema for tool in view.tools])
+                    basis = view.basis
                 except (LookupError, ImportError) as error:  # no tokenizer, or no TRL to port a listing
                     typer.echo(f"agent-env check: no token counts: {error}", err=True)
     tool_set = fingerprint(published)
@@ -104,6 +107,8 @@ def check(
         if tokens is not None:
             console.print()
             show_tokens(console, tokens)
+            if basis is not None:
+                console.print(f"The lossy column rests on {escape(basis)}.", soft_wrap=True)
     losing = [report.template for report in reports if not report.shows_every_tool()]
     refused = [report.template for report in reports if report.refusals and report.template not in losing]
     if explicit and (losing or refused):

@@ -65,10 +65,11 @@ def render(
     """
     from agent_env.inspection.probe import first_turn, schema_tools, trl_instance
     from agent_env.training.families import family_of
-    from agent_env.training.plain import plain_tools, unrenderable
+    from agent_env.training.plain import PlainTool, plain_view
     from agent_env.training.templates import resolve_template
 
-    refused: dict[str, str] = {}
+    refused: dict[str, PlainTool] = {}
+    basis: str | None = None
     with (
         reported("render"),
         closing(open_target(environment, token=token, mcp=mcp, mcp_header=mcp_header)) as env,
@@ -77,9 +78,10 @@ def render(
         with trl_instance(env, None if stock or lossy else chat_template) as instance:
             conversation = first_turn(env, instance, split)
             if lossy:
-                plain = plain_tools(env.provider)
-                shown: list[Any] = [tool.schema for tool in plain]
-                refused = unrenderable(plain)
+                view = plain_view(env.provider)
+                shown: list[Any] = [tool.schema for tool in view.tools]
+                refused = {tool.name: tool for tool in view.tools if tool.refused is not None}
+                basis = view.basis
             else:
                 shown = schema_tools(instance)
             prompt = chat_template.render(conversation, shown)
@@ -91,12 +93,14 @@ def render(
     else:
         kind = "published schemas (SchemaTools)"
     typer.echo(f"# {env.provider.name} under {template}: {len(shown)} tools as {kind}", err=True)
-    for name, why in refused.items():
-        typer.echo(
-            f"# {name}: TRL cannot render it as written ({why}), so a plain TRL environment could not even start; "
-            "shown in its nearest form",
-            err=True,
-        )
+    if basis is not None:
+        typer.echo(f"# the lossy path rests on {basis}", err=True)
+    for name, plain in refused.items():
+        if plain.skipped:
+            said = f"{plain.refused}"
+        else:
+            said = f"TRL cannot render it as written ({plain.refused}), so a plain TRL environment could not even start"
+        typer.echo(f"# {name}: {said}; shown in its nearest form", err=True)
     typer.echo(prompt, nl=False)
 
 

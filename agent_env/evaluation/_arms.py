@@ -3,9 +3,11 @@
 `full` sends what `env.factory` puts in front of a trainer's model: each tool's SchemaTool, which carries the
 published schema (lowered for a template's family when one is named, as the factory builds it). `lossy` sends what
 a plain TRL environment, written without agent_env, shows: TRL's own rendering of the environment's own tool
-methods (`agent_env.training.plain`), the view `agent-env render --lossy` prints; a tool TRL cannot render at all is
-sent in its nearest form and named in `Arm.unrenderable`. In both arms the calls are validated against the
-published schema.
+methods (`agent_env.training.plain`), the view `agent-env render --lossy` prints; for an environment served
+elsewhere, its class's methods when its server names a class that can be imported here with the served tool set,
+else TRL's port of the listing, and `Arm.shows` says which and why. A tool TRL cannot render at all (or that its
+port of listed tools skips) is sent in its nearest form and named in `Arm.unrenderable`. In both arms the calls are
+validated against the published schema.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ class Arm:
         tools: The OpenAI-format tools (`{"type": "function", "function": {...}}`) every request sends.
         shows: What they are, in words.
         unrenderable: The tools TRL cannot render as they are (a plain TRL environment with one could not start),
-            each with what TRL raised; the arm sends their nearest form.
+            or that its port of listed tools skips (one would start without it), each with what TRL raised or did;
+            the arm sends their nearest form.
     """
 
     name: str
@@ -92,17 +95,14 @@ LOSSY_SHOWS = {
 def lossy_arm(env: AgentEnv) -> Arm:
     """The `lossy` arm: each tool as a plain TRL environment shows it (`agent_env.training.plain`)."""
     try:
-        from agent_env.training.plain import plain_tools, unrenderable
+        from agent_env.training.plain import plain_view, unrenderable
     except ImportError as error:
         raise ImportError(
             f"--compare lossy renders tools as TRL does, with transformers, which is missing ({error}): "
             "pip install 'agent-env[trl]'"
         ) from None
-    shown = plain_tools(env.provider)
+    view = plain_view(env.provider)
+    shown = view.tools
     forms = sorted({tool.form for tool in shown}, key=list(LOSSY_SHOWS).index)
-    return Arm(
-        LOSSY,
-        [tool.schema for tool in shown],
-        "; ".join(LOSSY_SHOWS[form] for form in forms),
-        unrenderable(shown),
-    )
+    said = [LOSSY_SHOWS[form] for form in forms] + ([view.basis] if view.basis is not None else [])
+    return Arm(LOSSY, [tool.schema for tool in shown], "; ".join(said), unrenderable(shown))

@@ -127,7 +127,15 @@ class Episode:
         it from them corrupts the record and breaks `--resume`."""
         return replace(
             self,
-            calls=[_scrub_fields(call, ("id", "name", "arguments"), scrub) for call in self.calls],
+            calls=[
+                {
+                    **_scrub_fields(call, ("id", "name"), scrub),
+                    "arguments": _scrub_all(call.get("arguments"), scrub),
+                }
+                if "arguments" in call
+                else _scrub_fields(call, ("id", "name"), scrub)
+                for call in self.calls
+            ],
             replies=[_scrub_fields(reply, ("finish_reason", "reasoning"), scrub) for reply in self.replies],
             transcript=[
                 *self.transcript[: self.opening],
@@ -424,6 +432,21 @@ def _scrub_text(value: Any, scrub: Callable[[str], str]) -> Any:
         return {key: item if key in STRUCTURE else _scrub_text(item, scrub) for key, item in value.items()}
     if isinstance(value, list):
         return [_scrub_text(item, scrub) for item in value]
+    return value
+
+
+def _scrub_all(value: Any, scrub: Callable[[str], str]) -> Any:
+    """`value` with `scrub` applied to every string in it, a mapping's keys too: a call's arguments as a server
+    that parsed them sent them, every key and value its text."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {
+            scrub(key) if isinstance(key, str) else key: _scrub_all(item, scrub)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_scrub_all(item, scrub) for item in value]
     return value
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 from agent_env.evaluation._calls import MALFORMED, REFUSED
 from agent_env.evaluation._run import Report
 from agent_env.evaluation._stats import ArmSummary, Estimate, pairs_needed
+from agent_env.training.plain import SKIPPED
 
 DETECTABLE = 0.03
 """The difference in mean reward the sample-size line is written for ("a few points")."""
@@ -67,10 +68,21 @@ def _show_unrenderable(console: Console, unrenderable: dict[str, str]) -> None:
     them could not even start."""
     if not unrenderable:
         return
+    skipped = {name for name, why in unrenderable.items() if why.startswith(SKIPPED)}
+    cannot = len(unrenderable) - len(skipped)
+    said = []
+    if cannot:
+        said.append(
+            f"TRL cannot render {counted(cannot, 'tool')} as written, so a plain TRL environment with "
+            f"{'it' if cannot == 1 else 'them'} could not even start"
+        )
+    if skipped:
+        said.append(
+            f"TRL's port of listed tools skips {counted(len(skipped), 'tool')}, so a plain TRL environment would "
+            f"not offer {'it' if len(skipped) == 1 else 'them'}"
+        )
     console.print(
-        f"  TRL cannot render {counted(len(unrenderable), 'tool')} as written, so a plain TRL environment with "
-        f"{'it' if len(unrenderable) == 1 else 'them'} could not even start; the lossy arm sends the nearest form "
-        "TRL accepts (agent_env.training.plain):",
+        f"  {'; '.join(said)}; the lossy arm sends the nearest form TRL accepts (agent_env.training.plain):",
         soft_wrap=True,
     )
     for name, why in unrenderable.items():

@@ -144,16 +144,18 @@ class ChatClient:
         )
 
     def scrub(self, text: str) -> str:
-        """`text` with the API key cut out: as is, as JSON writes it, and inside any JSON string however it is
-        escaped (`\\u0073k-...` in a tool call's raw arguments). For free text the server or an error wrote, never
-        for the run's own fields: a placeholder key ("EMPTY", "test") is an ordinary word."""
+        """`text` with the API key cut out: as is, as JSON writes it, and however its characters are escaped
+        (`\\u0073k-...` in a tool call's raw arguments), in text that is JSON or not (arguments cut off at
+        `max_tokens`, or with an escape JSON has not: the escapes are read leniently, and the key is cut from the
+        text as written). For free text the server or an error wrote, never for the run's own fields: a
+        placeholder key ("EMPTY", "test") is an ordinary word."""
         secret = self._secret
         if secret is None:
             return text
         for form in (secret, json.dumps(secret)[1:-1]):
-            text = text.replace(form, "[API key]")
+            text = text.replace(form, SCRUBBED)
         if "\\" in text:
-            text = JSON_STRING.sub(lambda literal: _scrubbed_literal(literal.group(0), secret), text)
+            text = scrub_escaped(text, secret)
         return text
 
     async def check(self) -> tuple[str, list[str]]:
@@ -167,7 +169,11 @@ class ChatClient:
             served = self._served(url, await self._listing(url))
         except NoModelListError as missing:
             if named is None:
-                raise
+                said = str(missing)
+                raise NoModelListError(
+                    f"{said}{'' if said.endswith('?') else '.'} If the server has no model list, name the model with "
+                    "--model: it is then asked for without the listing"
+                ) from None
             return named, [f"{missing}; the listing was skipped and --model {named!r} asked for as named"]
         return self._model(served)
 
@@ -197,7 +203,7 @@ class ChatClient:
             ) from None
         except openai.APIStatusError as error:
             raise NoModelListError(
-                f"{url}/models answered HTTP {error.status_code}: {self.scrub(error_text(error))}"
+                f"{url}/models answered HTTP {error.status_code}: {self._said(error_text(error))}"
             ) from None
         except json.JSONDecodeError as error:  # a body sent as JSON that is not JSON
             raise NoModelListError(self._no_model_list(url, f"its answer is not JSON: {error}")) from None
@@ -206,14 +212,16 @@ class ChatClient:
     def _served(self, url: str, listing: Any) -> list[str]:
         """The ids of the models a `/models` answer lists; `EndpointError` when it is no model list."""
         if isinstance(listing, str):  # the client hands on a body that is not sent as JSON as its text
-            raise NoModelListError(self._no_model_list(url, f"it answered text, not JSON: {cut(listing)}"))
+            raise NoModelListError(
+                self._no_model_list(url, f"it answered text, not JSON: {self._said(listing)}")
+            )
         data = listing.get("data") if isinstance(listing, dict) else None
         if not isinstance(data, list) or not all(
             isinstance(model, dict) and isinstance(model.get("id"), str) for model in data
         ):
             body = json.dumps(listing, default=str)
             raise NoModelListError(
-                self._no_model_list(url, f'its "data" is not a list of models with ids: {cut(body)}')
+                self._no_model_list(url, f'its "data" is not a list of models with ids: {self._said(body)}')
             )
         return [model["id"] for model in data]
 
@@ -224,16 +232,20 @@ class ChatClient:
         )
 
     def _model(self, served: list[str]) -> tuple[str, list[str]]:
+        """The model to ask, and notes; the ids the server lists are its text, scrubbed wherever they are shown
+        (the one it lists alone is asked for as it is, and scrubbed by whoever shows it)."""
+        listed = ", ".join(self.scrub(model) for model in served[:8]) + (", ..." if len(served) > 8 else "")
         if self.endpoint.model is not None:
             if served and self.endpoint.model not in served:
-                listed = ", ".join(served[:8]) + (", ..." if len(served) > 8 else "")
-                note = f"the server does not list model {self.endpoint.model!r} ({listed})"
-                return self.endpoint.model, [self.scrub(note)]
+                return self.endpoint.model, [
+                    f"the server does not list model {self.endpoint.model!r} ({listed})"
+                ]
             return self.endpoint.model, []
         if len(served) == 1:
             return served[0], []
-        listed = ", ".join(served[:8]) + (", ..." if len(served) > 8 else "") if served else "none"
-        raise EndpointError(f"name the model with --model: the server lists {len(served)} ({listed})")
+        raise EndpointError(
+            f"name the model with --model: the server lists {len(served)} ({listed or 'none'})"
+        )
 
     def _key_refused(self, url: str) -> str:
         variable = self.endpoint.api_key_env
@@ -275,7 +287,7 @@ class ChatClient:
             except openai.APIConnectionError as error:
                 fault, last = "connection", f"connection failed ({self.scrub(str(error.__cause__ or error))})"
             except openai.APIStatusError as error:
-                last = f"HTTP {error.status_code}: {self.scrub(error_text(error))}"
+                last = f"HTTP {error.status_code}: {self._said(error_text(error))}"
                 retried = status_fault(error.status_code)
                 if retried is None:
                     raise RequestFailedError(
@@ -307,7 +319,7 @@ class ChatClient:
                 message): the server's fault, not the environment's.
         """
         if isinstance(completion, str):  # the client hands on a body that is not sent as JSON as its text
-            raise self._not_a_completion(f"it is text, not JSON: {cut(completion)}")
+            raise self._not_a_completion(f"it is text, not JSON: {self._said(completion)}")
         choices = getattr(completion, "choices", None)
         if not isinstance(choices, list):
             raise self._not_a_completion("it has no choices list")
@@ -325,6 +337,10 @@ class ChatClient:
             f"the server's answer is not a chat completion ({self.scrub(problem)})", "not_a_completion"
         )
 
+    def _said(self, text: str) -> str:
+        """What the server said, scrubbed, then cut short: cut first, a key across the cut would show in part."""
+        return cut(self.scrub(text))
+
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None and 0 < retry_after <= MAX_RETRY_AFTER:
             return retry_after
@@ -339,20 +355,63 @@ class ChatClient:
         return f"ChatClient({self.endpoint.base_url!r}, key from ${self.endpoint.api_key_env})"
 
 
-JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-"""A JSON string literal, escapes and all."""
+SCRUBBED = "[API key]"
+"""What stands where the API key was."""
+ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+"""A JSON escape: `\\uXXXX`, or one of the one-letter ones."""
+_ONE_LETTER = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+ESCAPED_DEPTH = 3
+"""How many times over text is read for escapes (JSON in a JSON string in a JSON string)."""
 
 
-def _scrubbed_literal(literal: str, secret: str) -> str:
-    """A JSON string literal whose value holds `secret` (however its characters are escaped), written again with
-    it cut out; any other literal as it was."""
-    try:
-        value = json.loads(literal)
-    except ValueError:
-        return literal
-    if not isinstance(value, str) or secret not in value:
-        return literal
-    return json.dumps(value.replace(secret, "[API key]"), ensure_ascii=False)
+def scrub_escaped(text: str, secret: str) -> str:
+    """`text` with every run of it that reads as `secret` once its JSON escapes are decoded (read leniently, by a
+    regular expression, so text that is no JSON, cut off or with an escape JSON has not, is read too; and again,
+    for escapes that were escaped) written as `SCRUBBED`, the rest of it exactly as it was."""
+    current, spans = text, [(index, index + 1) for index in range(len(text))]
+    found: list[tuple[int, int]] = []
+    for _ in range(ESCAPED_DEPTH):
+        decoded, inner = _unescaped(current)
+        if decoded == current:
+            break
+        spans = [(spans[start][0], spans[end - 1][1]) for start, end in inner]  # back to `text`'s own places
+        current = decoded
+        start = current.find(secret)
+        while start != -1:
+            found.append((spans[start][0], spans[start + len(secret) - 1][1]))
+            start = current.find(secret, start + len(secret))
+    for start, end in sorted(_merged(found), reverse=True):
+        text = text[:start] + SCRUBBED + text[end:]
+    return text
+
+
+def _unescaped(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """`text` with its JSON escapes decoded (any other backslash kept as it is), and the span of `text` each
+    character of it comes from."""
+    characters: list[str] = []
+    spans: list[tuple[int, int]] = []
+    position = 0
+    for escape in ESCAPE.finditer(text):
+        for index in range(position, escape.start()):
+            characters.append(text[index])
+            spans.append((index, index + 1))
+        characters.append(chr(int(escape[1], 16)) if escape[1] else _ONE_LETTER[escape[2]])
+        spans.append(escape.span())
+        position = escape.end()
+    for index in range(position, len(text)):
+        characters.append(text[index])
+        spans.append((index, index + 1))
+    return "".join(characters), spans
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def status_fault(status: int) -> str | None:
@@ -385,15 +444,14 @@ def cut(text: str, limit: int = 300) -> str:
 
 
 def error_text(error: openai.APIStatusError) -> str:
-    """What a refusal says, cut short."""
+    """What a refusal says (whole: scrub it, then cut it)."""
     body = error.body
     if isinstance(body, dict):
         body = body.get("message") or body.get("detail") or body.get("error") or body
-    text = (
+    return (
         body
         if isinstance(body, str)
         else json.dumps(body, default=str)
         if body is not None
         else error.message
     )
-    return cut(text)

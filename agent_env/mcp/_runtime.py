@@ -197,15 +197,21 @@ class ServerSet:
                 if source.tools is not None and published not in source.tools and safe not in source.tools:
                     continue
                 try:
-                    tool = Tool.from_schema(safe, entry.description or "", entry.input_schema, remote(safe))
+                    tool = Tool.from_schema(
+                        safe,
+                        entry.description or "",
+                        entry.input_schema,
+                        remote(safe),
+                        listed_name=entry.name,
+                    )
                 except ToolDefinitionError as error:
-                    message = f"{label} lists tool {entry.name!r}, which agent_env cannot publish: {error}"
+                    message = f"{label} lists tool {entry.name!r}, which agent_env cannot publish"
                     if not source.skip_unpublishable:
                         raise ToolDefinitionError(
-                            f"{message}. Leave it out (tools=[...] names the ones to keep), or pass "
-                            "skip_unpublishable=True to skip every such tool"
+                            f"{message}: leave it out (tools=[...] names the ones to keep), or pass "
+                            f"skip_unpublishable=True to skip every such tool. Why it cannot: {error}"
                         ) from None
-                    logger.warning("agent_env: skipped (skip_unpublishable=True): %s", message)
+                    logger.warning("agent_env: skipped (skip_unpublishable=True): %s: %s", message, error)
                     continue
                 if safe in self.routes:
                     other_key, other = self.routes[safe]

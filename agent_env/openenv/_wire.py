@@ -71,13 +71,19 @@ def reset_observation(text: str | None) -> dict[str, Any]:
     return {"metadata": {}, "text": text}
 
 
-def tool_listing(published: list[dict[str, Any]]) -> dict[str, Any]:
-    """A `ListToolsObservation`: each tool as OpenEnv's `Tool` model names it, with its `input_schema`."""
+SERVED_CLASS = "agent_env_class"
+"""The key of a tool listing's `metadata` under which an agent_env server names the class it serves, when it can be
+imported by name (`package.module:Class`)."""
+
+
+def tool_listing(published: list[dict[str, Any]], served_class: str | None = None) -> dict[str, Any]:
+    """A `ListToolsObservation`: each tool as OpenEnv's `Tool` model names it, with its `input_schema`; its metadata
+    names the class served, when given (OpenEnv's metadata is any JSON object)."""
     tools = [
         {"name": tool["name"], "description": tool["description"], "input_schema": tool["inputSchema"]}
         for tool in published
     ]
-    return {"metadata": {}, "tools": tools}
+    return {"metadata": {} if served_class is None else {SERVED_CLASS: served_class}, "tools": tools}
 
 
 def call_result(tool_name: str, text: str) -> dict[str, Any]:

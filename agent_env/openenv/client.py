@@ -83,6 +83,7 @@ class OpenEnvProvider:
     name: str
     transport: Transport
     _tools: ToolSet | None
+    _class: str | None
     _lock: threading.Lock
 
     def __init__(
@@ -109,6 +110,12 @@ class OpenEnvProvider:
             if self._tools is None:
                 self._tools = ToolSet(self._held_tools(self._list_tools()))
             return self._tools
+
+    def served_class(self) -> str | None:
+        """The `package.module:Class` an agent_env server names in its tool listing's metadata (listed once per
+        process), or None when it names none (another OpenEnv server, or a class it cannot name so)."""
+        self.tool_set()
+        return self._class
 
     def open(self) -> OpenEnvSession:
         """A new session; it connects on its first `reset`."""
@@ -146,6 +153,8 @@ class OpenEnvProvider:
         tools: list[Any] = observation["tools"]
         metadata = observation.get("metadata")
         failure = metadata.get("error") if isinstance(metadata, dict) else None
+        served = metadata.get(wire.SERVED_CLASS) if isinstance(metadata, dict) else None
+        self._class = served if isinstance(served, str) else None
         if not tools and failure:
             raise RemoteError(f"listing the tools failed on the OpenEnv server: {failure}")
         return tools
@@ -185,6 +194,7 @@ class OpenEnvProvider:
         self._default_transport = transport is None
         self.transport = transport or WebSocketTransport(url, headers, timeout)
         self._tools: ToolSet | None = None
+        self._class: str | None = None
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -262,9 +272,11 @@ class OpenEnvSession(Session):
                     self._unscored = f"ending it to read its reward failed on the server: {error}"
                 self._ended_by = "its reward was read, which ends a running episode"
             if self._unscored is not None:
-                raise UnscoredEpisodeError(
+                unscored = UnscoredEpisodeError(
                     self._unscored, environment=self.provider.name, episode=self.episode
                 )
+                unscored.crossed = True  # the server's failure: its traceback is in the server's log
+                raise unscored
             return self._reward if self._reward is not None else 0.0
 
     def ended(self) -> str | None:

@@ -90,7 +90,8 @@ class _Inliner:
         if dynamic is not None:
             raise SchemaNormalizationError(
                 f"{schema_place(path)}: {dynamic} refers to a type that can refer to itself, and a recursive type "
-                "cannot be inlined into a self-contained schema; use a non-recursive type"
+                "cannot be inlined into a self-contained schema",
+                authors_fix="use a non-recursive type",
             )
         if "$ref" not in schema:
             return map_subschemas_at(schema, lambda sub, steps: self.inline(sub, seen, (*path, *steps)))
@@ -121,8 +122,9 @@ class _Inliner:
         if name in seen:
             raise SchemaNormalizationError(
                 f"{schema_place(path)}: type {name!r} refers to itself, and a recursive type cannot be inlined into a "
-                "self-contained schema; use a non-recursive type (nest a fixed number of levels), or give the tool "
-                "an explicit input_schema that stops at a fixed depth (a $ref to itself is refused there too)"
+                "self-contained schema",
+                authors_fix="use a non-recursive type (nest a fixed number of levels), or give the tool an explicit "
+                "input_schema that stops at a fixed depth (a $ref to itself is refused there too)",
             )
         if len(seen) >= MAX_SCHEMA_DEPTH:
             raise SchemaNormalizationError(

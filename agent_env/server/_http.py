@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
+from agent_env.environment import class_reference
 from agent_env.errors import AgentEnvError
 from agent_env.schema._validator import short
 from agent_env.server._bindings import SessionEpisodes
@@ -96,7 +97,11 @@ class ControlApi:
     def __init__(self, episodes: EpisodeRegistry, sessions: SessionEpisodes) -> None:
         self.episodes = episodes
         self.sessions = sessions
-        listing = {"environment": episodes.environment.__name__, "tools": episodes.tools()}
+        environment = episodes.environment
+        listing: dict[str, Any] = {"environment": environment.__name__, "tools": episodes.tools()}
+        reference = class_reference(environment)
+        if reference is not None:  # a client with the class at hand shows the lossy arm of its own methods
+            listing["class"] = reference
         self._tool_listing = json.dumps(listing, ensure_ascii=False, separators=(",", ":")).encode()
 
     def routes(self) -> list[BaseRoute]:
@@ -122,7 +127,8 @@ class ControlApi:
         return JSONResponse({"status": "ok", "episodes": self.episodes.count()})
 
     async def tools(self, request: Request) -> Response:
-        """`GET /tools`: the environment's class name and its published tools, exactly as in process."""
+        """`GET /tools`: the environment's class name and its published tools, exactly as in process, and, when the
+        class can be imported by name, that name (`package.module:Class`)."""
         return Response(self._tool_listing, media_type="application/json")
 
     async def dataset(self, request: Request) -> Response:

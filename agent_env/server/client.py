@@ -87,6 +87,7 @@ class RemoteProvider:
         self._client_pid = 0
         self._lock = threading.Lock()
         self._tools: list[dict[str, Any]] | None = None
+        self._class: str | None = None
         self._served: dict[str, str] = {}
         """The split of each row this provider read from the server, by the row's digest (not pickled)."""
         self.name: str = name if name is not None else self._fetch_listing()
@@ -97,6 +98,13 @@ class RemoteProvider:
             self._fetch_listing()
         assert self._tools is not None
         return self._tools
+
+    def served_class(self) -> str | None:
+        """The `package.module:Class` the server says it serves (fetched with the tools), or None when it names
+        none: a class it cannot name so (an `MCPEnvironment`'s, one defined in `__main__`), or another server."""
+        if self._tools is None:
+            self._fetch_listing()
+        return self._class
 
     def open(self) -> RemoteSession:
         """A new session; its server-side episode is opened by the first `reset`."""
@@ -208,6 +216,8 @@ class RemoteProvider:
     def _fetch_listing(self) -> str:
         listing = self.request("GET", "/tools", action="listing the tools")
         self._tools = listing["tools"]
+        served = listing.get("class")
+        self._class = served if isinstance(served, str) else None
         name: str = listing["environment"]
         return name
 
@@ -420,9 +430,11 @@ def from_wire(error: Mapping[str, Any], status: int) -> AgentEnvError:
     splits = error.get("splits")
     if isinstance(splits, list) and isinstance(raised, DatasetNotFoundError):
         raised.splits = tuple(str(split) for split in splits)
-    cause = error.get("cause")
-    if isinstance(cause, Mapping) and isinstance(raised, UnscoredEpisodeError):
-        raised.cause = from_wire(cause, status)
+    if isinstance(raised, UnscoredEpisodeError):
+        raised.crossed = True
+        cause = error.get("cause")
+        if isinstance(cause, Mapping):
+            raised.cause = from_wire(cause, status)
     return raised
 
 

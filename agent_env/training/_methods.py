@@ -52,24 +52,34 @@ def method_docstring(published: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+RECEIVERS = ("self", "cls")
+"""The names transformers' `get_json_schema` reads as a method's receiver (its first parameter, unannotated)."""
+
+
 def tool_method(published: dict[str, Any], qualname: str) -> Callable[..., str]:
-    """A function `name(self, **arguments)` that calls the tool on the instance's session.
+    """A function `name(self, /, **arguments)` that calls the tool on the instance's session.
 
     Its signature and annotations say only the basic types, as TRL's method schemas can; it is the fallback that a
-    TRL which took tools from the class would render.
+    TRL which took tools from the class would render. Any argument name reaches the tool: the receiver is
+    positional-only, so a tool's own parameter named `self` is an argument like any other (the signature then
+    names the receiver `cls`, which `get_json_schema` also reads as one).
     """
     name = published["name"]
     schema = published["inputSchema"]
     required = set(schema.get("required", []))
+    properties = schema.get("properties", {})
 
-    def call(self: Any, **arguments: Any) -> str:
-        return self._session.call_tool(name, arguments)
+    def call(receiver: Any, /, **arguments: Any) -> str:
+        return receiver._session.call_tool(name, arguments)
 
-    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    receiver = next((word for word in RECEIVERS if word not in properties), RECEIVERS[0])
+    parameters = [inspect.Parameter(receiver, inspect.Parameter.POSITIONAL_ONLY)]
     annotations: dict[str, Any] = {}
-    for argument, argument_schema in schema.get("properties", {}).items():
-        if not argument.isidentifier() or keyword.iskeyword(argument):
-            continue  # no Python parameter can be called `from`; `**arguments` still takes it
+    for argument, argument_schema in properties.items():
+        if not argument.isidentifier() or keyword.iskeyword(argument) or argument == receiver:
+            # No Python parameter can be called `from`, nor share the receiver's name (both `self` and `cls` are
+            # the tool's own); `**arguments` still takes it.
+            continue
         hint = basic_type(argument_schema)
         default = inspect.Parameter.empty if argument in required else argument_schema.get("default")
         parameters.append(

@@ -60,7 +60,7 @@ class SchemaTool(dict[str, Any]):
         self.__name__ = published["name"]
         self._call = call
 
-    def __call__(self, **arguments: Any) -> Any:
+    def __call__(self, /, **arguments: Any) -> Any:
         try:
             return self._call(self.__name__, arguments)
         except AgentEnvError as error:
@@ -94,12 +94,12 @@ class AsyncSchemaTool(SchemaTool):
 
     if sys.version_info >= (3, 12):
 
-        async def __call__(self, **arguments: Any) -> Any:
+        async def __call__(self, /, **arguments: Any) -> Any:
             return await self._acall(arguments)
 
     else:
 
-        def __call__(self, **arguments: Any) -> Any:
+        def __call__(self, /, **arguments: Any) -> Any:
             # TRL on 3.11 calls every callable object synchronously: finish the coroutine on agent_env's loop.
             return run_sync(self._acall(arguments))
 

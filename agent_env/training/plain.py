@@ -5,23 +5,29 @@ token counts of `check` and `demo`), so it must be exactly what TRL would show, 
 
 - **A tool method** (an `Environment`'s `@tool`): the environment's own method, as TRL's `GRPOTrainer` discovers it
   (listed on the class, fetched bound) and as `apply_chat_template` converts it: transformers' `get_json_schema`
-  on its real signature, type hints and docstring.
-- **A tool known only by its listing** (an MCP server's, an OpenEnv server's, a served environment's): what TRL's
-  own port of a listed tool does (`trl.experimental.openreward`, which writes one typed method per tool from the
-  listed JSON Schema), then `get_json_schema` on that method. For an MCP server this is the listing as the server
-  sent it, before agent_env normalized it.
+  on its real signature, type hints and docstring. So it is for an environment served elsewhere (`agent-env serve`,
+  its OpenEnv surface) whose server names its class (`package.module:Class`), when that class can be imported here
+  and has the served tool set (the same fingerprint): the methods are the same as in process.
+- **A tool known only by its listing** (an MCP server's, another OpenEnv server's, a served environment whose class
+  cannot be had here): what TRL's own port of a listed tool does (`trl.experimental.openreward`, which writes one
+  typed method per tool from the listed JSON Schema), then `get_json_schema` on that method. For an MCP server this
+  is the listing as the server sent it, before agent_env normalized it, under the name the server lists it by; for
+  a served environment, the listing as served. `PlainView.basis` says which, and why.
 
 Where TRL cannot render a tool at all (`get_json_schema` raises on a TypedDict hint, a parameter without a docstring
 entry, `**kwargs`; the port cannot bind a parameter named `from`), a plain TRL environment with it could not even
-start: the trainer raises when it builds its first prompt. The tool is then shown in its **nearest form**, the same
-function changed only where TRL refused it, and `PlainTool.refused` says what TRL raised:
+start: the trainer raises when it builds its first prompt. Where TRL's port skips a listed tool (a name, its own or
+a parameter's, that is no ASCII identifier: `café`, `get-sum`, `max-depth`; it logs a warning and binds nothing), a
+plain TRL environment starts without it. Either way the tool is shown in its **nearest form**, the same function
+changed only where TRL refused it, and `PlainTool.refused` says what TRL raised or did:
 
 - a type hint TRL cannot read becomes the nearest one it can, at every depth: a TypedDict, pydantic model,
   dataclass or other mapping `dict`, a sequence or set `list`, a one-element or open `tuple` `list`, any other
   class `Any`;
 - a parameter the docstring does not describe is described by its published description (or its name in words),
   a tool without a docstring by its published description, and `**kwargs` is left out;
-- a listed parameter whose name cannot be a Python parameter (`from`, `max-depth`) is left out.
+- a listed parameter whose name cannot be a parameter of the port's method (`from`, `max-depth`, `self`) is left
+  out, and a listed tool whose name the port skips is bound under a stand-in name.
 
 Every tool keeps its published name (the name calls are held to), whatever its method is called.
 """
@@ -29,24 +35,37 @@ Every tool keeps its published name (the name calls are held to), whatever its m
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import dataclasses
 import inspect
 import keyword
+import logging
+import re
 import types
 import typing
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from agent_env.session import ClassProvider, Provider
-from agent_env.tools import Tool
+from agent_env.environment import Environment, import_class
+from agent_env.errors import raised_text
+from agent_env.schema import fingerprint
+from agent_env.session import ClassProvider, Provider, ServedClassProvider
+from agent_env.tools import Tool, ToolSet
 
 Form = Literal["method", "listing"]
 
 _SCALARS = (int, float, str, bool, type(None))
 _BASIC = frozenset({int, float, str, bool, type(None), list, tuple, dict, Any})
+_PORTABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""A name TRL's port of listed tools binds (its `_VALID_TOOL_NAME`): it skips a tool whose name, or a parameter's,
+is not one."""
+SKIPPED = "TRL's port of listed tools skips it"
+"""How `PlainTool.refused` starts for a tool the port skips."""
+STAND_IN = "tool"
+"""The name a listed tool whose own name the port skips is bound under in its nearest form."""
 
 
 @dataclass(frozen=True)
@@ -59,35 +78,114 @@ class PlainTool:
             "parameters"}}`, exactly as `get_json_schema` builds it (or its nearest form's, when `refused`).
         form: `method` (the environment's own tool method) or `listing` (TRL's port of the tool's listed schema).
         refused: What TRL raised on the tool as it is, when it cannot render it (a plain TRL environment with it
-            could not start); None when `schema` is TRL's own rendering of it.
+            could not start), or, when `skipped`, what its port of listed tools did; None when `schema` is TRL's
+            own rendering of it.
+        skipped: Whether TRL's port of listed tools skips the tool (a plain TRL environment starts without it),
+            rather than raising on it.
     """
 
     name: str
     schema: dict[str, Any]
     form: Form
     refused: str | None = None
+    skipped: bool = False
+
+
+@dataclass(frozen=True)
+class PlainView:
+    """Every tool of an environment as a plain TRL environment shows it, and what that rests on.
+
+    Attributes:
+        tools: The tools, in the order TRL lists them (by name).
+        basis: For an environment not in this process, which form its tools take and why: its class's own methods
+            (the class its server names, imported here with the served tool set), or TRL's port of the listing as
+            served (and why the class could not be had). None in process, where the class is at hand.
+    """
+
+    tools: list[PlainTool]
+    basis: str | None = None
+
+
+@runtime_checkable
+class _ListedToolsProvider(Protocol):
+    """A provider holding the tools it listed from a server, each with its listing as the server sent it."""
+
+    def tool_set(self) -> ToolSet: ...
 
 
 def plain_tools(provider: Provider) -> list[PlainTool]:
-    """Each of `provider`'s tools as a plain TRL environment shows it, in the order TRL lists them (by name).
+    """Each of `provider`'s tools as a plain TRL environment shows it, in the order TRL lists them (by name); see
+    `plain_view`.
+
+    Raises:
+        ImportError: transformers (the `trl` extra) is missing, or the installed TRL has no port of listed tools.
+    """
+    return plain_view(provider).tools
+
+
+def plain_view(provider: Provider) -> PlainView:
+    """Each of `provider`'s tools as a plain TRL environment shows it, and what that rests on: the environment's
+    class, in process, or, for one served elsewhere, the class its server names when it can be imported here with
+    the served tool set; else TRL's port of the listing (`PlainView.basis` says why).
 
     Raises:
         ImportError: transformers (the `trl` extra) is missing, or the installed TRL has no port of listed tools.
     """
     if isinstance(provider, ClassProvider):
-        environment = provider.environment
-        found = [plain_tool(tool, environment) for tool in environment.tools.values()]
-    else:  # a served environment: its tools are known here only by their listing
+        return PlainView(_class_tools(provider.environment))
+    environment, basis = served_class(provider)
+    if environment is not None:
+        return PlainView(_class_tools(environment), basis)
+    if isinstance(provider, _ListedToolsProvider):  # the listing as the server sent it (an OpenEnv server's)
+        found = [plain_tool(tool, Environment) for tool in provider.tool_set().values()]
+    else:
         found = [
             _listing_tool(tool["name"], tool["description"], tool["inputSchema"]) for tool in provider.tools()
         ]
+    return PlainView(sorted(found, key=lambda tool: tool.name), basis)
+
+
+LISTING_AS_SERVED = "so each tool is TRL's port of its listing as served"
+
+
+def served_class(provider: Provider) -> tuple[type[Environment] | None, str]:
+    """The class of an environment served elsewhere, when its server names it (`package.module:Class`) and it can
+    be imported here with the served tool set (the same fingerprint), and what the lossy arm then rests on, in
+    words; else None, and why the class could not be had."""
+    reference = provider.served_class() if isinstance(provider, ServedClassProvider) else None
+    if reference is None:
+        return None, (
+            "the server names no class to import here (it is not an agent_env server, or it serves an "
+            f"MCPEnvironment's tools or a class defined in __main__), {LISTING_AS_SERVED}"
+        )
+    try:
+        environment = import_class(reference)
+    except Exception as error:  # whatever importing its module raises
+        return (
+            None,
+            f"the server's class {reference} cannot be imported here ({raised_text(error)}), {LISTING_AS_SERVED}",
+        )
+    here, served = fingerprint(environment.tools.published), fingerprint(provider.tools())
+    if here != served:
+        return None, (
+            f"the server's class {reference} has another tool set here ({here}) than the server's ({served}), "
+            f"{LISTING_AS_SERVED}"
+        )
+    return environment, (
+        f"the server's class {reference}, imported here with the served tool set ({served}), so each tool is its "
+        "own method, as in process"
+    )
+
+
+def _class_tools(environment: type[Environment]) -> list[PlainTool]:
+    found = [plain_tool(tool, environment) for tool in environment.tools.values()]
     return sorted(found, key=lambda tool: tool.name)
 
 
 def plain_tool(tool: Tool, environment: type) -> PlainTool:
     """One tool of `environment`, a class in this process, as a plain TRL environment shows it."""
     if tool.published_elsewhere:
-        return _listing_tool(tool.name, tool.description, tool.listed_schema)
+        return _listing_tool(tool.name, tool.description, tool.listed_schema, tool.listed_name)
     return _method_tool(tool, environment)
 
 
@@ -216,40 +314,91 @@ def _nearest_class(hint: Any) -> Any:
     return Any
 
 
-def _listing_tool(name: str, description: str, listed: Any) -> PlainTool:
-    """A tool known by its listing, as TRL's port of a listed tool binds it and `get_json_schema` renders it."""
+def _listing_tool(name: str, description: str, listed: Any, listed_name: str | None = None) -> PlainTool:
+    """A tool known by its listing, as TRL's port of a listed tool binds it (under `listed_name`, the name the
+    server lists it by, when it is published under another) and `get_json_schema` renders it."""
     schema = listed if isinstance(listed, Mapping) else {}
-    spec = {"name": name, "description": description, "input_schema": schema}
+    spec = {"name": listed_name or name, "description": description, "input_schema": schema}
+    skipped = False
     try:
         return PlainTool(name, _rendered(_ported(spec), name), "listing")
+    except _SkippedError:  # the port binds nothing: a plain TRL environment starts without it
+        refused, skipped = _skip_reason(spec, name), True
     except Exception as error:  # the port cannot bind it (`from`), or get_json_schema refuses it
         refused = _said(error)
-    listed = schema.get("properties")
-    properties: Mapping[str, Any] = listed if isinstance(listed, Mapping) else {}
+    listed_properties = schema.get("properties")
+    properties: Mapping[str, Any] = listed_properties if isinstance(listed_properties, Mapping) else {}
     bindable = {key: value for key, value in properties.items() if _bindable(key)}
-    required = [key for key in schema.get("required", []) if key in bindable]
-    nearest = {**spec, "input_schema": {"type": "object", "properties": bindable, "required": required}}
-    return PlainTool(name, _rendered(_ported(nearest), name), "listing", refused)
+    listed_required = schema.get("required")
+    required = [
+        key for key in (listed_required if isinstance(listed_required, list) else []) if key in bindable
+    ]
+    nearest = {
+        "name": spec["name"] if _bindable(spec["name"]) else STAND_IN,
+        "description": description,
+        "input_schema": {"type": "object", "properties": bindable, "required": required},
+    }
+    return PlainTool(name, _rendered(_ported(nearest), name), "listing", refused, skipped)
 
 
 def _bindable(name: Any) -> bool:
-    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+    """Whether the port writes a method or a parameter of that name that Python takes (not `from`, not a second
+    `self`)."""
+    return (
+        isinstance(name, str)
+        and bool(_PORTABLE.fullmatch(name))
+        and not keyword.iskeyword(name)
+        and name != "self"
+    )
+
+
+class _SkippedError(LookupError):
+    """TRL's port of listed tools skipped a tool: it logs a warning and binds nothing."""
 
 
 def _ported(spec: dict[str, Any]) -> Callable[..., Any]:
     """The method TRL's port of listed tools writes for `spec`, fetched from an instance as TRL's trainer fetches it.
 
     Raises:
-        LookupError: The port skipped the tool (it logs a warning and binds nothing), as it does for a parameter
-            whose name is no Python identifier.
+        _SkippedError: The port skipped the tool (it logs a warning and binds nothing), as it does for a name, the
+            tool's or a parameter's, that is no ASCII identifier.
     """
     bind = _port()
     port = type("PlainPort", (), {})
-    bind(port, spec)
+    with _quiet_port():
+        bind(port, spec)
     method = port.__dict__.get(spec["name"])
     if method is None:
-        raise LookupError(f"TRL's port of listed tools skipped tool {spec['name']!r} (a name it cannot bind)")
+        raise _SkippedError(f"TRL's port of listed tools skipped tool {spec['name']!r}")
     return getattr(port(), spec["name"])
+
+
+def _skip_reason(spec: dict[str, Any], published: str) -> str:
+    """Why the port skipped the tool `spec` lists (published as `published`), and what that means."""
+    name = spec["name"]
+    if not _PORTABLE.fullmatch(name):
+        what = f"its name {name!r}" if name == published else f"the name it is listed under, {name!r},"
+    else:
+        properties = spec["input_schema"].get("properties")
+        names = list(properties) if isinstance(properties, Mapping) else []
+        bad = next((key for key in names if not (isinstance(key, str) and _PORTABLE.fullmatch(key))), None)
+        what = f"its parameter {bad!r}" if bad is not None else "a name in it"
+    return (
+        f"{SKIPPED} ({what} is no ASCII Python identifier: it logs a warning and binds nothing), so a plain TRL "
+        "environment would not offer it"
+    )
+
+
+@contextlib.contextmanager
+def _quiet_port() -> Iterator[None]:
+    """The port's warning for a tool it skips stays out of the log: `PlainTool.refused` says it, per tool."""
+    port_logger = logging.getLogger("trl.experimental.openreward.environment")
+    level = port_logger.level
+    port_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        port_logger.setLevel(level)
 
 
 def _port() -> Callable[[type, dict[str, Any]], None]:
@@ -273,4 +422,14 @@ def _said(error: BaseException) -> str:
     return f"{type(error).__name__}: {first}{stop.strip()}" if text else type(error).__name__
 
 
-__all__ = ["PlainTool", "nearest_hint", "plain_tool", "plain_tools", "unrenderable"]
+__all__ = [
+    "SKIPPED",
+    "PlainTool",
+    "PlainView",
+    "nearest_hint",
+    "plain_tool",
+    "plain_tools",
+    "plain_view",
+    "served_class",
+    "unrenderable",
+]

@@ -13,7 +13,13 @@ from typing import Any
 from agent_env.errors import UnscoredEpisodeError
 from agent_env.schema import fingerprint
 from agent_env.schema._gaps import gaps, remedy
-from agent_env.session import Provider, Session, tools_published_elsewhere
+from agent_env.session import (
+    Provider,
+    Session,
+    checked_observation,
+    episode_label,
+    tools_published_elsewhere,
+)
 from agent_env.training._methods import tool_method
 from agent_env.training._parsing import prepare_parsing
 from agent_env.training._render_check import ToolPlan, discovered_tools, plan_tools, render_check
@@ -57,14 +63,18 @@ class TRLEnvironment:
         """Start an episode from a dataset row; returns the observation TRL appends to the prompt, as a paragraph
         of its own (see `own_paragraph`).
 
-        An episode whose environment could not start it (an `UnscoredEpisodeError`: its `reset` or `setup` raised)
-        does not stop the trainer: no observation is returned, and `get_reward` scores it by `unscored_reward`.
+        An episode whose environment could not start it (an `UnscoredEpisodeError`: its `reset` or `setup` raised,
+        or returned what TRL cannot append to the prompt: not a string, None or a list of content parts) does not
+        stop the trainer: no observation is returned, and `get_reward` scores it by `unscored_reward`.
         """
         self._unscored = None
         try:
             observation = self._session.reset(**row)
+            checked_observation(observation)  # as every agent_env session checks it, for any other
         except UnscoredEpisodeError as error:
-            self._unscored = error
+            self._unscored = error.named(
+                type(self).__name__, episode_label(row, f"in its {type(self._session).__name__}")
+            )
             return None
         return own_paragraph(observation, row)
 

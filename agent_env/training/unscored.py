@@ -30,7 +30,7 @@ def unscored_reward(error: UnscoredEpisodeError) -> float | None:
     """
     reward = None if error.infrastructure else CHARGED_REWARD
     given = "None (unscorable: TRL leaves it out of its group's baseline)" if reward is None else f"{reward}"
-    where = "" if error.cause is not None else " (the traceback is in the log of the process that ran it)"
+    where = " (the traceback is in the log of the process that ran it)" if error.crossed else ""
     logger.warning(
         "agent_env: %s. TRL gets %s for it, so that one failed episode does not stop the step%s",
         error,

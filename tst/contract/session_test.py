@@ -284,6 +284,7 @@ def test_a_reward_that_is_not_a_number_is_refused_naming_the_method_in_the_same_
 
 UNSCORED = {
     "reset": ("its reset raised RuntimeError: the task store is down", 0.0),
+    "observation": ("its reset returned 42 (an int), not an observation TRL can append to the prompt", 0.0),
     "reward": ("its reward() raised ZeroDivisionError: division by zero", 0.0),
     "judge": ("the judge's endpoint answered HTTP 503", None),
 }
@@ -312,11 +313,11 @@ def test_the_trl_adapter_scores_such_an_episode_by_one_rule_with_one_warning_and
     environment = environment_class(provider.name, published, fingerprint(published))(provider.open())
     with caplog.at_level(logging.WARNING, logger="agent_env"):
         observation = environment.reset(task="t4", raise_in=raise_in)
-        if raise_in != "reset":
+        if raise_in not in ("reset", "observation"):
             environment.submit_offers(curves=[CURVE])
         got = environment.get_reward()
         environment._session.close()
-    assert got == reward and (observation is None) == (raise_in == "reset")
+    assert got == reward and (observation is None) == (raise_in in ("reset", "observation"))
     (warning,) = [record for record in caplog.records if record.name == "agent_env.training"]
     assert warning.levelno == logging.WARNING and warning.exc_info is not None
     text = warning.getMessage()

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_env.cli import app
-from tst.mcp.conftest import NODE, node_server, python_server, servers_left, wait_until
+from tst.mcp.conftest import NODE, node_server, python_server, scripted, servers_left, wait_until
 
 
 @pytest.fixture
@@ -63,6 +63,23 @@ def test_render_shows_the_lowered_prompt(invoke: Callable[..., Any]) -> None:
         "// An array of items, each an object {name (required; The name of the entity): a string;"
         in result.stdout
     )
+
+
+def test_render_lossy_marks_each_tool_trls_port_skips_or_cannot_bind(invoke: Callable[..., Any]) -> None:
+    result = invoke("render", "--lossy", "--mcp", " ".join(scripted("--odd-names")))
+    assert result.exit_code == 0, result.output
+    marked = {line.split(":")[0][2:]: line for line in result.stderr.splitlines()[1:]}
+    assert sorted(marked) == ["café", "get_sum", "whoami"]
+    assert marked["café"].startswith(
+        "# café: TRL's port of listed tools skips it (its name 'café' is no ASCII"
+    )
+    assert "(the name it is listed under, 'get-sum', is no ASCII Python identifier" in marked["get_sum"]
+    for name in ("café", "get_sum"):
+        assert marked[name].endswith(
+            "so a plain TRL environment would not offer it; shown in its nearest form"
+        )
+    assert marked["whoami"].startswith("# whoami: TRL cannot render it as written (SyntaxError: ")
+    assert '"name": "get_sum"' in result.stdout and '"name": "café"' in result.stdout
 
 
 def test_several_named_servers_are_one_environment(invoke: Callable[..., Any]) -> None:

@@ -97,6 +97,22 @@ class TestToolsAsTheModelSeesThem:
             session.reset()
             assert "The sum of 2 and 3 is 5." in session.call_tool("get_sum", {"a": 2, "b": 3})
 
+    def test_a_tool_whose_parameters_are_named_self_and_class_is_called_through_the_factory(
+        self, environments: Make
+    ) -> None:
+        env = environments(AgentEnv.mcp, StdioServer(*_split(scripted("--odd-names"))), tools=["whoami"])
+        instance = (
+            env.factory()
+        )  # the TRL-facing class: a method per tool, whatever its parameters are called
+        try:
+            instance.reset(prompt=PROMPT)
+            assert instance.whoami(self="Ada", **{"class": "engineer"}) == "Ada (engineer)"
+            assert (
+                type(instance).whoami(instance, self="Grace") == "Grace (no class)"
+            )  # as a TRL taking the class
+        finally:
+            instance._session.close()
+
 
 class TestCalls:
     def test_a_nested_call_reaches_the_server_and_the_reward_reads_its_state(
@@ -485,6 +501,21 @@ class TestWhatCannotBePublished:
         )
         assert "reserved for the episode's control" in str(refused.value)
         assert "skip_unpublishable=True" in str(refused.value)
+
+    def test_a_recursive_schema_is_refused_saying_to_leave_the_tool_out_not_to_rewrite_the_servers_schema(
+        self, environments: Make
+    ) -> None:
+        with pytest.raises(ToolDefinitionError) as refused:
+            environments(
+                AgentEnv.mcp, StdioServer(*_split(scripted("--unpublishable"))), tools=["tree", "count"]
+            )
+        said = str(refused.value)
+        assert said.startswith(
+            "MCP server 'scripted' lists tool 'tree', which agent_env cannot publish: leave it out (tools=[...] "
+            "names the ones to keep), or pass skip_unpublishable=True to skip every such tool. Why it cannot: tool "
+            "'tree': properties.node.properties.child: type 'node' refers to itself"
+        )
+        assert "input_schema" not in said  # what only a tool's author could give
 
     def test_skipping_is_an_opt_in_with_one_warning_per_tool(
         self, environments: Make, caplog: pytest.LogCaptureFixture

@@ -7,6 +7,7 @@ server and the reward are all real.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import dataclasses
 import inspect
@@ -96,6 +97,36 @@ def test_a_grpo_step_calls_the_server_and_scores_its_graph(
     built = next(text for text in responses if "Invalid arguments" not in text)
     assert '"relationType":"works_with"' in built  # the server's own answer to create_relations
     assert logged["tools/failure_frequency"] == pytest.approx(1 / 3)  # the malformed call, of three
+
+
+def test_the_example_make_mcp_example_runs_trains_with_plain_trl(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trl.trainer import grpo_trainer
+
+    imported = {
+        node.module
+        for node in ast.walk(ast.parse((EXAMPLES / "knowledge_graph.py").read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert {module for module in imported if module.startswith("agent_env")} == {"agent_env", "agent_env.mcp"}
+    assert {
+        "trl",
+        "transformers",
+    } <= imported  # GRPOTrainer(..., environment_factory=env.factory), as docs/mcp.md
+    generate = Script(
+        tokenizer, reply
+    )  # the example's own tiny random model writes no call (see the docstring)
+    monkeypatch.setattr(
+        grpo_trainer.GRPOTrainer, "_generate_single_turn", lambda self, *a, **k: generate(*a, **k)
+    )
+    knowledge_graph.main(["--steps", "1"])
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("5 tools from server-memory: create_entities, create_relations")
+    # one optimizer step, its reward read off the servers' graphs
+    assert printed[-1].startswith("step 1: loss ")
+    assert printed[-1].endswith(", reward 0.500, tool calls per rollout 1.50")
+    assert wait_until(lambda: not servers_left()), f"server processes left running: {servers_left()}"
 
 
 def strict_graph_match(episode: Any) -> float:

@@ -95,6 +95,47 @@ def test_a_reset_that_fails_leaves_no_episode_running_not_the_last_one(session):
         session.call_tool("battery_status", {})
 
 
+class Observing(ToyDesk):
+    """A desk whose reset returns the row's `observed`, whatever it is."""
+
+    def reset(self, **row):
+        super().reset()
+        return row["observed"]
+
+
+PARTS = [{"type": "text", "text": "Trade."}, {"type": "image", "url": "https://example.com/chart.png"}]
+
+
+@pytest.mark.parametrize("observed", [None, "Trade.", PARTS], ids=["None", "text", "content parts"])
+def test_a_reset_may_return_what_trl_appends_to_the_prompt(observed):
+    assert LocalSession(Observing()).reset(observed=observed) == observed
+
+
+@pytest.mark.parametrize(
+    ("observed", "said"),
+    [
+        (42, "42 (an int)"),
+        (b"Trade.", "b'Trade.' (a bytes)"),
+        (["Trade."], "['Trade.'] (a list)"),
+        ({"text": "Trade."}, "{'text': 'Trade.'} (a dict)"),
+    ],
+    ids=["number", "bytes", "list of text", "object"],
+)
+def test_a_reset_that_returns_what_trl_cannot_append_to_the_prompt_fails_its_episode_naming_it(
+    observed, said
+):
+    session = LocalSession(Observing())
+    with pytest.raises(UnscoredEpisodeError) as raised:
+        session.reset(task_id="t1", observed=observed)
+    assert str(raised.value) == (
+        f'Observing could not score the episode of task_id="t1" (in process): its reset returned {said}, not an '
+        "observation TRL can append to the prompt: return a string, None, or a list of content parts like "
+        '{"type": "text", "text": "..."}'
+    )
+    with pytest.raises(EpisodeNotStartedError, match="before the episode started"):
+        session.call_tool("battery_status", {})
+
+
 def test_calls_after_end_turn_are_refused_until_the_next_reset(session):
     session.call_tool("end_turn", {})
     with pytest.raises(EpisodeEndedError) as raised:

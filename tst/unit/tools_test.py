@@ -164,6 +164,17 @@ def test_a_recursive_type_is_refused_with_a_way_out():
         define(f=tool(f))
 
 
+def test_a_recursive_listed_schema_is_refused_without_the_advice_only_a_tools_author_can_take():
+    listed = {"type": "object", "properties": {"tree": {"$ref": "#/$defs/Node"}},
+              "$defs": {"Node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}}  # fmt: skip
+    with pytest.raises(ToolDefinitionError) as refused:
+        Tool.from_schema("tree", "A tree.", listed, lambda environment, **arguments: "")
+    assert str(refused.value) == (
+        "tool 'tree': properties.tree.properties.children.items: type 'Node' refers to itself, and a recursive type "
+        "cannot be inlined into a self-contained schema"
+    )
+
+
 def test_an_override_of_a_tool_stays_a_tool():
     class Closing(ToyDesk):
         def end_turn(self) -> str:

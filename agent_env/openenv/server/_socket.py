@@ -22,6 +22,7 @@ from typing import Any
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from agent_env.environment import class_reference
 from agent_env.errors import AgentEnvError, ToolArgumentError, UnknownToolError
 from agent_env.openenv import _wire as wire
 from agent_env.openenv.server._rpc import OpenEnvRpc
@@ -72,7 +73,7 @@ class OpenEnvSocket:
         self.sessions = sessions
         self.rpc = rpc
         self.limits = limits
-        self.listing = wire.tool_listing(episodes.tools())
+        self.listing = wire.tool_listing(episodes.tools(), class_reference(episodes.environment))
         self._answers: dict[str, Callable[[Connection, dict[str, Any]], Awaitable[Reply]]] = {
             "reset": self._reset,
             "step": self._step,

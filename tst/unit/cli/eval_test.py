@@ -316,6 +316,55 @@ def test_a_model_id_the_server_lists_and_an_escaped_key_in_raw_arguments_are_scr
         assert SECRET not in text and escaped(SECRET) not in text and escaped(SECRET[:4]) not in text
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"text": "\\u0073' + SECRET[1:],  # cut off at max_tokens: no JSON
+        '{"text": "\\u0073' + SECRET[1:] + '\\q"}',  # an escape JSON has not: no JSON
+    ],
+    ids=["cut off", "bad escape"],
+)
+def test_an_escaped_key_in_raw_arguments_that_are_no_json_is_scrubbed_from_the_file_and_the_output(
+    tmp_path, raw
+):
+    def escaping(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if tool_results(body):
+            return Answer(completion("Done."))
+        return Answer(completion(tool_calls=[call("write_note", raw)]))
+
+    out = tmp_path / "run.jsonl"
+    with scripted(escaping) as server:
+        result = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "1")
+    assert result.exit_code == 0, result.output
+    written = out.read_text()
+    _, line = (json.loads(text) for text in written.splitlines())
+    assert line["calls"][0]["arguments"] == raw.replace("\\u0073" + SECRET[1:], "[API key]")
+    assert line["calls"][0]["verdict"] == "not_json"
+    for text in (written, result.stdout, result.stderr):
+        assert SECRET[1:] not in text
+
+
+def test_a_key_in_the_keys_of_arguments_a_server_parsed_is_scrubbed(tmp_path):
+    parsed = {
+        "id": "call-1",
+        "type": "function",
+        "function": {"name": "write_note", "arguments": {SECRET: "x"}},
+    }
+
+    def parsing(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        return Answer(
+            completion("Done." if tool_results(body) else None, None if tool_results(body) else [parsed])
+        )
+
+    out = tmp_path / "run.jsonl"
+    with scripted(parsing) as server:
+        result = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "1")
+    assert result.exit_code == 0, result.output
+    written = out.read_text()
+    assert json.loads(written.splitlines()[1])["calls"][0]["arguments"] == {"[API key]": "x"}
+    assert SECRET not in written and SECRET not in result.stdout
+
+
 def test_a_server_without_a_model_list_is_evaluated_when_the_model_is_named_and_the_run_says_so(tmp_path):
     without = Answer({"error": {"message": "no route GET /v1/models"}}, status=404)
     with scripted(toy_policy, listing=without) as server:

@@ -129,16 +129,18 @@ def test_a_reply_cut_short_is_counted(run):
 
 
 class FailingReset(Environment):
-    def reset(self, **row: Any) -> str:
+    def reset(self, **row: Any) -> Any:
         if row.get("task") == "bad":
             raise RuntimeError("no such day")
+        if row.get("task") == "odd":
+            return 42  # no observation TRL can append to the prompt
         return "go"
 
     def reward(self) -> float:
         return 1.0
 
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
-        return [{"task": "bad"}, {"task": "good"}]
+        return [{"task": "bad"}, {"task": "good"}, {"task": "odd"}]
 
     @tool
     def look(self) -> str:
@@ -149,12 +151,22 @@ class FailingReset(Environment):
 def test_an_environment_that_fails_ends_only_its_own_episode(run):
     with scripted(replies(Answer(completion("ok")))) as server:
         report = run(server.url, env=AgentEnv.local(FailingReset))
-    bad, good = sorted(report.episodes, key=lambda e: e.position)
+    bad, good, odd = sorted(report.episodes, key=lambda e: e.position)
     said = "FailingReset could not score it: its reset raised RuntimeError: no such day"
     assert (bad.ended_by, bad.error, bad.reward) == ("error", said, None)
     assert bad.faults == {"environment_error": 1}
-    assert report.summaries[0].faults == {"environment_error": 1}
-    assert report.summaries[0].errors == {said: 1}
+    returned = (
+        "FailingReset could not score it: its reset returned 42 (an int), not an observation TRL can append to "
+        'the prompt: return a string, None, or a list of content parts like {"type": "text", "text": "..."}'
+    )
+    assert (odd.ended_by, odd.error, odd.reward, odd.faults) == (
+        "error",
+        returned,
+        None,
+        {"environment_error": 1},
+    )
+    assert report.summaries[0].faults == {"environment_error": 2}
+    assert report.summaries[0].errors == {said: 1, returned: 1}
     assert (good.ended_by, good.reward) == ("no_tool_calls", 1.0)
 
 

@@ -144,7 +144,8 @@ def test_a_models_answer_that_is_no_model_list_is_an_endpoint_error_saying_what_
     assert message.startswith(f"{server.url}/models did not return a model list (")
     assert problem in message
     assert message.endswith(
-        "is --base-url the OpenAI-compatible API root (usually ending in /v1, e.g. http://127.0.0.1:8000/v1)?"
+        "is --base-url the OpenAI-compatible API root (usually ending in /v1, e.g. http://127.0.0.1:8000/v1)? If the "
+        "server has no model list, name the model with --model: it is then asked for without the listing"
     )
     assert not server.requests
 
@@ -165,3 +166,78 @@ def test_an_answer_that_is_no_chat_completion_is_the_servers_fault_not_the_envir
     assert str(failed.error).startswith(f"the server's answer is not a chat completion ({problem}")
     assert failed.faults == {"not_a_completion": 1}
     assert report.summaries[0].faults == {"not_a_completion": 1}
+
+
+KEY = "sk-SECRETKEY123456"
+
+
+@pytest.fixture
+def keyed(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The API key's variable set, as a user with a real key has it."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    return KEY
+
+
+def test_the_model_ids_a_server_lists_are_scrubbed_wherever_they_are_shown(run, keyed):
+    listed = (f"a-{KEY}", f"b-{KEY}")
+    with scripted(toy_policy, models=listed) as server:
+        with pytest.raises(EndpointError) as raised:
+            run(server.url)  # no --model: the listing names them in the error
+        report = run(server.url, endpoint={"model": "c"}, episodes=1)  # a model it does not list: a note
+    assert str(raised.value) == ("name the model with --model: the server lists 2 (a-[API key], b-[API key])")
+    assert report.notes == ["the server does not list model 'c' (a-[API key], b-[API key])"]
+
+
+def test_a_key_in_what_the_server_says_is_scrubbed_before_it_is_cut_short(run, keyed):
+    said = Answer({"error": {"message": "x" * 285 + f" key {KEY}"}}, status=500)  # the key across the cut
+    with scripted(toy_policy, listing=said) as server, pytest.raises(EndpointError) as raised:
+        run(server.url)
+    message = str(raised.value)
+    assert "x key [API key]." in message and "sk-SECRET" not in message
+
+
+def test_a_server_without_a_model_list_and_no_model_named_is_told_to_name_it(run):
+    without = Answer({"error": {"message": "no route GET /v1/models"}}, status=404)
+    with scripted(toy_policy, listing=without) as server, pytest.raises(EndpointError) as raised:
+        run(server.url)
+    assert str(raised.value).endswith(
+        "unless the server has no model list. If the server has no model list, name the model with --model: it is "
+        "then asked for without the listing"
+    )
+
+
+def escaped(text: str) -> str:
+    return "".join(f"\\u{ord(character):04x}" for character in text)
+
+
+@pytest.mark.parametrize(
+    ("raw", "scrubbed"),
+    [
+        (r'{"hours": "\u0073k-SECRETKEY123456', r'{"hours": "[API key]'),  # cut off at max_tokens: no JSON
+        (r'{"hours": "\u0073k-SECRETKEY123456\q"}', r'{"hours": "[API key]\q"}'),  # an escape JSON has not
+        ('{"hours": "' + escaped(KEY) + '"}', '{"hours": "[API key]"}'),  # every character escaped
+        (
+            r'{"hours": "s\u006B-SECRETKEY12345\u0036", "n": 1',
+            r'{"hours": "[API key]", "n": 1',
+        ),  # here and there
+        (r'"{\"hours\": \"\\u0073k-SECRETKEY123456\"}"', r'"{\"hours\": \"[API key]\"}"'),  # escaped twice
+        (
+            r"note: \u0073\u006b\u002dSECRETKEY123456 and the rest",
+            "note: [API key] and the rest",
+        ),  # no JSON at all
+    ],
+    ids=["cut off", "bad escape", "all escaped", "mixed", "escaped twice", "text"],
+)
+def test_a_key_however_it_is_escaped_is_scrubbed_from_text_that_is_json_or_not_and_the_rest_kept(
+    keyed, raw, scrubbed
+):
+    from agent_env.llm import ChatClient, Endpoint
+
+    assert ChatClient(Endpoint()).scrub(raw) == scrubbed
+
+
+def test_text_without_the_key_is_left_exactly_as_written(keyed):
+    from agent_env.llm import ChatClient, Endpoint
+
+    raw = '{"a": "\\u00e9\\q\\\\u0073k-other", "b": "sk-SECRETKEY12345"}'  # one character short of the key
+    assert ChatClient(Endpoint()).scrub(raw) == raw

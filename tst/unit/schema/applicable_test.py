@@ -143,3 +143,117 @@ def test_an_enum_on_an_array_or_object_is_refused_with_the_fix_its_shape_needs(s
             {"type": "object", "properties": {"intents": {**fixed, "items": json.loads(moved[1])}}}
         )
         validator_for(schema).validate("t", {"intents": ["News"]})
+
+
+@pytest.mark.parametrize(
+    ("shape", "advice", "sent"),
+    [
+        (
+            {"type": "array", "items": {"type": "object"}, "enum": [{"a": 1}]},
+            'the enum says what each item may be: move it into "items" ("items": {"type": "object", "enum": '
+            '[{"a": 1}]}), so that the array stays an array and each item is one of them',
+            [{"a": 1}],
+        ),
+        (
+            {"type": "array", "items": {"type": "object"}, "const": {"a": 1}},
+            'the const says what each item may be: move it into "items" ("items": {"type": "object", "const": '
+            '{"a": 1}}), so that the array stays an array and each item is that value',
+            [{"a": 1}, {"a": 1}],
+        ),
+        (
+            {"type": "array", "items": {"type": "string", "enum": ["Weather", "News", "Sports"]}, "enum": ["News", "Tea"]},
+            'the enum says what each item may be, and "items" has an enum ["Weather", "News", "Sports"] of its own: '
+            'an item can be only a value of both, so give "items" those ("items": {"type": "string", "enum": '
+            '["News"]}) and drop the enum beside it, or merge the two as meant',
+            ["News"],
+        ),
+        (
+            {"type": "array", "items": {"type": "string", "enum": ["News", "Sports"]}, "const": "News"},
+            'the const says what each item may be, and "items" has an enum ["News", "Sports"] of its own: an item '
+            'can be only a value of both, so give "items" those ("items": {"type": "string", "const": "News"}) and '
+            "drop the const beside it, or merge the two as meant",
+            ["News"],
+        ),
+        (
+            {"type": "array", "items": {"type": "string", "enum": ["Sports"]}, "enum": ["Weather", "News"]},
+            'the enum says what each item may be, but "items" has an enum ["Sports"] of its own, which shares no '
+            'value with it: merge the two into one enum in "items" as meant, and drop the enum beside it',
+            None,
+        ),
+        (
+            {"type": "array", "items": {"type": "string"}, "enum": ["Weather", 3]},
+            'the enum says what each item may be: move it into "items" ("items": {"type": "string", "enum": '
+            '["Weather"]}), so that the array stays an array and each item is one of them; 3 is not of the items\' '
+            'type "string", so no item could be it',
+            ["Weather"],
+        ),
+        (
+            {"type": "object", "enum": [[1, 2]]},
+            'if it takes one of these values itself, give it "type": "array"; if it is an object, move the enum to '
+            "the property it constrains",
+            None,
+        ),
+    ],
+    ids=[
+        "objects on an array", "const object on an array", "items with an enum", "const and items' enum",
+        "items' enum shares none", "some of another type", "array values on an object",
+    ],
+)  # fmt: skip
+def test_an_enum_or_const_on_a_container_is_refused_with_advice_that_keeps_its_shape_and_its_items_enum(
+    shape, advice, sent
+):
+    with pytest.raises(SchemaNormalizationError) as refused:
+        normalize({"type": "object", "properties": {"xs": shape}})
+    said = str(refused.value)
+    assert said.startswith("properties.xs: its ")
+    assert said.endswith(advice)
+    moved = re.search(r'"items": (\{.*\})\)', said)
+    if sent is not None:  # the advice gives a schema that publishes, an array of those values
+        assert moved is not None
+        fixed = {key: value for key, value in shape.items() if key not in ("enum", "const", "items")}
+        schema = normalize({"type": "object", "properties": {"xs": {**fixed, "items": json.loads(moved[1])}}})
+        validator_for(schema).validate("t", {"xs": sent})
+
+
+def test_a_nullable_array_whose_enum_is_beside_its_items_is_refused_not_published_as_null_only():
+    shape = {"type": ["array", "null"], "items": {"type": "string"}, "enum": ["Weather", "News", None]}
+    with pytest.raises(SchemaNormalizationError) as refused:
+        normalize({"type": "object", "properties": {"intents": shape}})
+    assert str(refused.value) == (
+        'properties.intents: its enum ["Weather", "News", null] holds no value of its type ["array", "null"] but '
+        'null, so it accepts only null; the enum says what each item may be: move it into "items" ("items": '
+        '{"type": "string", "enum": ["Weather", "News"]}), so that the array stays an array and each item is one '
+        'of them; leave null out of it: the type ["array", "null"] allows null already'
+    )
+    fixed = {"type": ["array", "null"], "items": {"type": "string", "enum": ["Weather", "News"]}}
+    validator = validator_for(normalize({"type": "object", "properties": {"intents": fixed}}))
+    validator.validate("t", {"intents": ["News"]})
+    validator.validate("t", {"intents": None})
+
+
+@pytest.mark.parametrize(
+    ("shape", "advice"),
+    [
+        (
+            {"type": ["boolean", "null"], "enum": ["True", "False", None]},
+            'give it "type": ["null", "string"] (the type of its values), or enum values of type ["boolean", "null"]',
+        ),
+        (
+            {"type": ["object", "null"], "enum": ["a", None]},
+            'if it takes one of these values itself, give it "type": ["null", "string"]; if it is an object, move '
+            "the enum to the property it constrains",
+        ),
+    ],
+    ids=["scalar", "object"],
+)
+def test_any_nullable_enum_left_with_null_alone_is_refused(shape, advice):
+    with pytest.raises(SchemaNormalizationError) as refused:
+        normalize({"type": "object", "properties": {"x": shape}})
+    assert "so it accepts only null; " + advice in str(refused.value)
+
+
+def test_a_nullable_enum_that_keeps_a_value_besides_null_drops_only_what_its_type_rules_out():
+    assert drop_what_cannot_apply({"type": ["string", "null"], "enum": ["a", 1, None]}) == {
+        "type": ["string", "null"],
+        "enum": ["a", None],
+    }

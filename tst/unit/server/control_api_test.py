@@ -46,6 +46,7 @@ async def test_tools_lists_the_published_schemas_byte_for_byte(control):
     listing = json.loads(answer.content)
     assert listing["environment"] == "ToyDesk"
     assert json.dumps(listing["tools"]) == json.dumps(ToyDesk.tools.published)
+    assert listing["class"] == f"{ToyDesk.__module__}:ToyDesk"  # for a client to import the class, if it can
 
 
 async def test_an_episode_opens_runs_scores_and_closes(control):

@@ -5,9 +5,11 @@ environment's own tool functions, checked against TRL's code path (its discovery
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import warnings
+from collections.abc import Iterator
 from enum import Enum
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -16,9 +18,11 @@ from pydantic import BaseModel, Field
 from transformers.utils.chat_template_utils import DocstringParsingException, TypeHintParsingException
 
 from agent_env import AgentEnv, Environment, tool
+from agent_env.environment import class_reference, import_class
 from agent_env.envs.gridsim.desk import GridSimDesk
+from agent_env.schema import fingerprint
 from agent_env.tools import Tool
-from agent_env.training.plain import nearest_hint, plain_tool, plain_tools, unrenderable
+from agent_env.training.plain import nearest_hint, plain_tool, plain_tools, plain_view, unrenderable
 from tst.support import qwen3_tokenizer, trl_refusal_of
 
 PROBE = [{"role": "user", "content": "Begin."}]
@@ -256,3 +260,166 @@ def test_every_desk_tool_renders_in_one_prompt_in_the_lossy_arm():
         (TypeHintParsingException, DocstringParsingException)
     ):  # which, by transformers' version
         rendered(list(trl_discovered(GridSimDesk).values()))
+
+
+@pytest.fixture(scope="module")
+def served_desk() -> Iterator[str]:
+    """The desk served by `build_app` (the control API and its OpenEnv surface) on a real loopback socket."""
+    from agent_env.openenv import OpenEnvSurface
+    from agent_env.server.app import build_app
+    from tst.unit.server.running import running
+
+    with running(build_app(GridSimDesk, surfaces=[OpenEnvSurface()])) as url:
+        yield url
+
+
+def served_listing(listing: dict[str, Any]) -> Iterator[str]:
+    """A server whose `GET /tools` answers `listing` (and nothing else), as another server, or another version of
+    the class, would answer it."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from tst.unit.server.running import running
+
+    async def tools(request: Any) -> JSONResponse:
+        return JSONResponse(listing)
+
+    with running(Starlette(routes=[Route("/tools", tools)])) as url:
+        yield url
+
+
+@pytest.mark.parametrize("surface", ["control API", "OpenEnv"])
+def test_a_served_environment_whose_class_is_at_hand_shows_its_own_methods_exactly_as_in_process(
+    served_desk, surface
+):
+    from agent_env.evaluation._arms import lossy_arm
+
+    env = (
+        AgentEnv.connect(served_desk)
+        if surface == "control API"
+        else AgentEnv.openenv(f"{served_desk}/openenv")
+    )
+    view = plain_view(env.provider)
+    local = AgentEnv.local("gridsim-desk")
+    in_process = plain_tools(local.provider)
+    assert [tool.name for tool in view.tools] == [tool.name for tool in in_process]
+    for served, own in zip(view.tools, in_process, strict=True):  # tool by tool: schema, form, refusal
+        assert served == own, served.name
+    withdraw = next(tool for tool in view.tools if tool.name == "withdraw_offers")
+    assert withdraw.schema["function"]["parameters"]["properties"]["product"]["enum"][0] == "energy"
+    assert sorted(unrenderable(view.tools)) == ["check_offers", "submit_dam_offers"]
+    assert view.basis == (
+        "the server's class agent_env.envs.gridsim.desk:GridSimDesk, imported here with the served tool set "
+        f"({fingerprint(GridSimDesk.tools.published)}), so each tool is its own method, as in process"
+    )
+    arm = lossy_arm(env)  # what `agent-env eval URL --compare lossy` sends, and says it sends
+    assert arm.tools == lossy_arm(local).tools
+    assert arm.unrenderable == lossy_arm(local).unrenderable
+    assert arm.shows.endswith(view.basis)
+
+
+@pytest.mark.parametrize(
+    ("served", "why"),
+    [
+        (None, "the server names no class to import here (it is not an agent_env server, or it serves an "
+               "MCPEnvironment's tools or a class defined in __main__)"),
+        ("tst_no_such_package.envs:Desk", "the server's class tst_no_such_package.envs:Desk cannot be imported "
+                                          "here (ModuleNotFoundError: No module named 'tst_no_such_package')"),
+        ("os:path", "the server's class os:path cannot be imported here (LookupError: 'os:path' names a module of "
+                    "Python's standard library, where no environment is)"),
+        ("testbed.toy:ToyDesk", "the server's class testbed.toy:ToyDesk has another tool set here "),
+    ],
+    ids=["no class named", "not importable here", "never imported", "another tool set"],
+)  # fmt: skip
+def test_a_served_environment_whose_class_cannot_be_had_shows_the_port_of_its_listing_and_says_why(
+    served, why
+):
+    listing = {"environment": "GridSimDesk", "tools": GridSimDesk.tools.published}
+    with contextlib.contextmanager(served_listing)(listing | ({"class": served} if served else {})) as url:
+        view = plain_view(AgentEnv.connect(url).provider)
+    assert view.basis is not None and view.basis.startswith(why)
+    assert view.basis.endswith("so each tool is TRL's port of its listing as served")
+    assert {tool.form for tool in view.tools} == {"listing"}
+    withdraw = next(tool for tool in view.tools if tool.name == "withdraw_offers")
+    assert withdraw.schema["function"]["parameters"]["properties"]["product"] == {
+        "type": "string",
+        "description": '"energy" or an AS product; both energy and AS when omitted.',
+    }  # the port reads only the top-level type of the listing
+
+
+def test_a_class_is_named_for_other_processes_only_when_they_can_import_it_by_that_name():
+    assert class_reference(GridSimDesk) == "agent_env.envs.gridsim.desk:GridSimDesk"
+    assert import_class("agent_env.envs.gridsim.desk:GridSimDesk") is GridSimDesk
+
+    class Local(Environment):
+        def reset(self, **row: Any) -> None:
+            return None
+
+        def reward(self) -> float:
+            return 0.0
+
+    assert class_reference(Local) is None  # defined in a function
+    with pytest.raises(LookupError, match="names no Environment subclass here"):
+        import_class("agent_env.envs.gridsim.desk:CurveOffer")
+
+
+def trl_port_binds(spec: dict[str, Any]) -> bool:
+    """Whether TRL's own port of listed tools binds a method for `spec` (it skips some, logging a warning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TRL warns on any import from trl.experimental
+        from trl.experimental.openreward.environment import _bind_tool_method
+
+    port = type("Port", (), {})
+    _bind_tool_method(port, spec)
+    return spec["name"] in port.__dict__
+
+
+ANY = {"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"]}
+
+
+@pytest.mark.parametrize(
+    ("published", "listed_name", "schema", "why"),
+    [
+        ("café", None, ANY, "its name 'café'"),  # a Python identifier, not an ASCII one
+        (
+            "get_sum",
+            "get-sum",
+            ANY,
+            "the name it is listed under, 'get-sum',",
+        ),  # an MCP tool agent_env renamed
+        (
+            "fetch",
+            None,
+            {"type": "object", "properties": {"url": {"type": "string"}, "max-depth": {"type": "integer"}}},
+            "its parameter 'max-depth'",
+        ),
+    ],
+    ids=["non-ASCII name", "renamed tool", "parameter"],
+)
+def test_a_listed_tool_trls_port_skips_is_marked_as_one_a_plain_trl_environment_would_not_offer(
+    published, listed_name, schema, why
+):
+    assert not trl_port_binds({"name": listed_name or published, "description": "", "input_schema": schema})
+    tool_ = Tool.from_schema(
+        published, "Do it.", schema, lambda environment, **a: "", listed_name=listed_name
+    )
+    shown = plain_tool(tool_, Environment)
+    assert shown.skipped
+    assert shown.refused == (
+        f"TRL's port of listed tools skips it ({why} is no ASCII Python identifier: it logs a warning and binds "
+        "nothing), so a plain TRL environment would not offer it"
+    )
+    assert shown.schema["function"]["name"] == published  # its nearest form, under the name calls are held to
+    kept = set(schema["properties"]) - {"max-depth"}  # what a Python parameter can be called
+    assert set(shown.schema["function"]["parameters"]["properties"]) == kept
+    rendered([shown.schema])
+
+
+def test_a_listed_parameter_named_self_cannot_be_ported_and_is_left_out_of_the_nearest_form():
+    listed = {"type": "object", "properties": {"self": {"type": "string"}, "to": {"type": "string"}}}
+    with pytest.raises(SyntaxError):  # TRL's port writes `def whoami(self, self: str = None, ...)`
+        trl_port_binds({"name": "whoami", "description": "", "input_schema": listed})
+    shown = plain_tool(Tool.from_schema("whoami", "Who.", listed, lambda environment, **a: ""), Environment)
+    assert not shown.skipped and shown.refused is not None and shown.refused.startswith("SyntaxError")
+    assert list(shown.schema["function"]["parameters"]["properties"]) == ["to"]

@@ -14,9 +14,18 @@ import transformers.tokenization_utils_base as tokenization
 from pydantic import Field
 from transformers.utils import get_json_schema
 
-from agent_env import AgentEnv, Environment, LocalProvider, ToolArgumentError, ToolFailedError, tool
+from agent_env import (
+    AgentEnv,
+    Environment,
+    LocalProvider,
+    LocalSession,
+    ToolArgumentError,
+    ToolFailedError,
+    tool,
+)
 from agent_env.inspection.probe import first_turn, trl_instance
 from agent_env.schema import fingerprint
+from agent_env.tools import Tool
 from agent_env.training import EnvironmentFactory, SchemaTool, TRLEnvironment, _render_check, fidelity
 from agent_env.training._render_check import (
     RenderCheckError,
@@ -27,7 +36,7 @@ from agent_env.training._render_check import (
 )
 from agent_env.training.rendering import render
 from agent_env.training.templates import ChatTemplate, load_template
-from agent_env.training.trl import own_paragraph
+from agent_env.training.trl import environment_class, own_paragraph
 from testbed.toy import ToyDesk
 from tst.data.families import Notes
 from tst.data.vague import Vague, VagueServer
@@ -445,3 +454,69 @@ def test_a_property_that_is_no_python_name_is_shown_and_taken_by_the_factory():
     # Python parameter can be called, and the method still takes it.
     method = type(environment).route
     assert list(get_json_schema(method)["function"]["parameters"]["properties"]) == ["to"]
+
+
+class Receivers(Environment):
+    """A listed tool (as an MCP server's is) whose parameters are named as a method's receivers and a keyword."""
+
+    def reset(self, **row):
+        return None
+
+    def reward(self):
+        return 0.0
+
+
+def _whoami(environment, /, **arguments):
+    return json.dumps(arguments, sort_keys=True)
+
+
+_RECEIVERS_SCHEMA = {
+    "type": "object",
+    "properties": {"self": {"type": "string"}, "cls": {"type": "string"}, "from": {"type": "string"}},
+    "required": ["self"],
+}
+Receivers.tools = type(Receivers.tools)(
+    [Tool.from_schema("whoami", "Say who.", _RECEIVERS_SCHEMA, _whoami), Environment.tools["end_turn"]]
+)
+
+
+def test_a_tool_with_parameters_named_self_cls_and_from_gets_a_method_that_takes_each_of_them():
+    environment = EnvironmentFactory(LocalProvider(Receivers))()  # built, not refused
+    environment.reset()
+    told = {"self": "Ada", "cls": "person", "from": "London"}
+    assert json.loads(environment.whoami(**told)) == told  # the SchemaTool TRL calls
+    assert json.loads(type(environment).whoami(environment, **told)) == told  # the class's own method
+    # Where both receiver names are the tool's own, the method's signature leaves `self` to **arguments, as `from`
+    assert list(inspect.signature(type(environment).whoami).parameters) == ["self", "cls"]
+    shown = get_json_schema(type(environment).whoami)
+    assert list(shown["function"]["parameters"]["properties"]) == ["cls"]
+
+
+class OwnSession(LocalSession):
+    """A session of the user's own making that hands on whatever its environment's reset returned, unchecked."""
+
+    def reset(self, **row):
+        return self.environment.reset(**row) or 42
+
+
+class Quiet(Environment):
+    def reset(self, **row):
+        return None
+
+    def reward(self):
+        return 1.0
+
+
+def test_a_reset_observation_trl_cannot_take_is_the_environments_failure_scored_0_with_one_warning(caplog):
+    published = Quiet.tools.published
+    environment = environment_class("Quiet", published, fingerprint(published))(OwnSession(Quiet()))
+    with caplog.at_level(logging.WARNING, logger="agent_env"):
+        assert (
+            environment.reset(task_id="t9") is None
+        )  # nothing for TRL to append, and no TypeError in its step
+        assert environment.get_reward() == 0.0
+    (warning,) = [record for record in caplog.records if record.name == "agent_env.training"]
+    assert warning.getMessage().startswith(
+        'agent_env: Quiet could not score the episode of task_id="t9" (in its OwnSession): its reset returned 42 '
+        "(an int), not an observation TRL can append to the prompt"
+    )

@@ -7,8 +7,19 @@ import pickle
 
 import pytest
 
+from agent_env import Environment
 from agent_env.errors import InfrastructureFailedError, RewardError, UnscoredEpisodeError, UserEndpointError
+from agent_env.server.client import from_wire
+from agent_env.session import LocalSession
 from agent_env.training import unscored_reward
+
+
+class NotANumber(Environment):
+    def reset(self, **row):
+        return None
+
+    def reward(self):
+        return "1.0"
 
 
 def raised_from(cause: Exception, error: UnscoredEpisodeError) -> UnscoredEpisodeError:
@@ -49,13 +60,33 @@ def test_the_rule_scores_by_whose_failure_it_is_with_one_warning_and_its_traceba
     )  # the original's traceback
 
 
-def test_an_error_that_crossed_a_wire_says_where_its_traceback_is(caplog):
-    error = UnscoredEpisodeError(
-        "Desk could not score the episode of row {} (in served episode 1f): its reward() ..."
-    )
+def test_an_error_that_crossed_a_wire_or_a_pickle_says_where_its_traceback_is(caplog):
+    served = from_wire(
+        {"code": "unscored_episode", "message": "Desk could not score the episode of row {} (in served episode "
+         "1f): its reward() raised KeyError: 'x'"}, 500
+    )  # fmt: skip
+    hosted = pickle.loads(pickle.dumps(UnscoredEpisodeError("its reward() raised", environment="Desk")))
+    for error in (served, hosted):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="agent_env"):
+            assert unscored_reward(error) == 0.0
+        assert (
+            caplog.records[0]
+            .getMessage()
+            .endswith("(the traceback is in the log of the process that ran it)")
+        )
+
+
+def test_a_reward_that_is_no_number_in_this_process_says_nothing_of_another_processs_log(caplog):
+    session = LocalSession(NotANumber())
+    session.reset()
+    with pytest.raises(RewardError) as refused:
+        session.reward()
     with caplog.at_level(logging.WARNING, logger="agent_env"):
-        assert unscored_reward(error) == 0.0
-    assert caplog.records[0].getMessage().endswith("(the traceback is in the log of the process that ran it)")
+        assert unscored_reward(refused.value) == 0.0
+    said = caplog.records[0].getMessage()
+    assert "NotANumber.reward returned the string '1.0'" in said
+    assert "the log of the process that ran it" not in said
 
 
 def test_the_error_keeps_its_class_and_names_through_a_pickle():
