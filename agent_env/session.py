@@ -257,7 +257,11 @@ class LocalSession(Session):
 
     def score(self) -> Score:
         reward = self.reward()
-        return Score(reward, self.environment.reward_breakdown())
+        try:
+            breakdown = self.environment.reward_breakdown()
+        except Exception as error:
+            raise self._unscored(error, "its reward_breakdown() raised")  # noqa: B904 (its cause is set)
+        return Score(reward, breakdown)
 
     def ended(self) -> str | None:
         return self._ended_by if self.state is EpisodeState.ENDED else None

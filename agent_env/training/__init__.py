@@ -3,7 +3,7 @@
 from agent_env.training._parsing import ToolCallParsingError, gptoss_response_template
 from agent_env.training._render_check import RenderCheckError
 from agent_env.training._tools import AsyncSchemaTool, SchemaTool
-from agent_env.training.trl import EnvironmentFactory, TRLEnvironment, check_trl_version
+from agent_env.training.trl import EnvironmentFactory, TRLEnvironment, check_trl_version, episode_score
 from agent_env.training.unscored import unscored_reward
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "TRLEnvironment",
     "ToolCallParsingError",
     "check_trl_version",
+    "episode_score",
     "gptoss_response_template",
     "unscored_reward",
 ]

@@ -15,6 +15,7 @@ from agent_env.schema import fingerprint
 from agent_env.schema._gaps import gaps, remedy
 from agent_env.session import (
     Provider,
+    Score,
     Session,
     checked_observation,
     episode_label,
@@ -50,8 +51,9 @@ class TRLEnvironment:
 
     def __init__(self, session: Session) -> None:
         self._session = session
-        self._unscored: UnscoredEpisodeError | None = None
-        """Why the current episode could not start, when its reset failed (its reward is then that failure's)."""
+        self._outcome: Score | UnscoredEpisodeError | None = None
+        """The current episode's score once read, or why it cannot be scored (its reset failed, or its reward did);
+        None until then."""
         for published, shown in zip(self._published, self._shown or self._published, strict=True):
             name = published["name"]
             if session.is_async(name):
@@ -67,12 +69,12 @@ class TRLEnvironment:
         or returned what TRL cannot append to the prompt: not a string, None or a list of content parts) does not
         stop the trainer: no observation is returned, and `get_reward` scores it by `unscored_reward`.
         """
-        self._unscored = None
+        self._outcome = None
         try:
             observation = self._session.reset(**row)
             checked_observation(observation)  # as every agent_env session checks it, for any other
         except UnscoredEpisodeError as error:
-            self._unscored = error.named(
+            self._outcome = error.named(
                 type(self).__name__, episode_label(row, f"in its {type(self._session).__name__}")
             )
             return None
@@ -82,13 +84,34 @@ class TRLEnvironment:
         """The episode's reward (ending the episode first if the model never called end_turn); for an episode that
         could not be scored, what `unscored_reward` makes of it (0.0, or None for an infrastructure failure), with
         one warning, never an exception that would stop the trainer's step."""
-        failure, self._unscored = self._unscored, None
-        if failure is None:
+        outcome = self._scored()
+        return outcome.reward if isinstance(outcome, Score) else unscored_reward(outcome)
+
+    def _scored(self) -> Score | UnscoredEpisodeError:
+        """The episode's score, read once (`Session.score`: the reward and its breakdown), or why it has none."""
+        if self._outcome is None:
             try:
-                return self._session.reward()
+                self._outcome = self._session.score()
             except UnscoredEpisodeError as error:
-                failure = error
-        return unscored_reward(failure)
+                self._outcome = error
+        return self._outcome
+
+
+def episode_score(environment: TRLEnvironment) -> Score | None:
+    """The reward and its breakdown (each part and why, where the environment gives one) of the episode a TRL
+    environment instance is playing, or None when it cannot be scored; for a reward function of one's own beside the
+    environment's: TRL hands reward functions its instances as `environments`.
+
+        def communicated(completions, environments, **kwargs):  # τ²-bench's COMMUNICATE part alone
+            scores = [episode_score(environment) for environment in environments]
+            return [score.breakdown["parts"]["COMMUNICATE"]["reward"] if score else None for score in scores]
+
+    The episode is scored once: by whichever of this and TRL's `get_reward` comes first (which ends the episode if
+    the model never called end_turn), the other reading the same score. Not a method of the instance: TRL offers
+    every public function of its class to the model as a tool.
+    """
+    outcome = environment._scored()
+    return outcome if isinstance(outcome, Score) else None
 
 
 def own_paragraph(observation: str | None, row: Mapping[str, Any]) -> str | None:
@@ -315,4 +338,11 @@ class EnvironmentFactory:
         return f"EnvironmentFactory({self.provider.name!r}, chat_template={label!r})"
 
 
-__all__ = ["MIN_TRL", "EnvironmentFactory", "TRLEnvironment", "check_trl_version", "discovered_tools"]
+__all__ = [
+    "MIN_TRL",
+    "EnvironmentFactory",
+    "TRLEnvironment",
+    "check_trl_version",
+    "discovered_tools",
+    "episode_score",
+]

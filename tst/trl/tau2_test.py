@@ -9,6 +9,7 @@ import json
 import pytest
 
 from agent_env import AgentEnv
+from agent_env.training import episode_score
 from agent_env.training._render_check import expected_rendering, tojson
 from agent_env.users import USER_CHANNEL
 from tst.trl.conftest import grpo_config
@@ -32,12 +33,20 @@ def test_a_grpo_step_on_tau2_airline_talks_to_the_user_through_a_tool_and_scores
 
     env = AgentEnv.local("tau2-airline")
     dataset = env.dataset("train").select(range(2))
+    breakdowns: list[dict] = []
+
+    def database(completions, environments, **kwargs):  # a reward function of the user's: τ²'s DB part alone
+        scores = [episode_score(environment) for environment in environments]
+        breakdowns.extend(score.breakdown for score in scores)
+        return [score.breakdown["parts"]["DB"]["reward"] for score in scores]
+
     assert dataset[0]["prompt"][0]["role"] == "system" and "<policy>" in dataset[0]["prompt"][0]["content"]
     trainer = GRPOTrainer(
         model=tiny_model,
         processing_class=tokenizer,
         args=grpo_config(tmp_path, max_completion_length=256, max_tool_calling_iterations=2),
         train_dataset=dataset,
+        reward_funcs=[database],
         environment_factory=env.factory,
     )
     script = scripted_generation(trainer, reply)
@@ -57,4 +66,8 @@ def test_a_grpo_step_on_tau2_airline_talks_to_the_user_through_a_tool_and_scores
     rewards = [environment._session.score().reward for environment in trainer.environments]
     logged = trainer.state.log_history[0]
     assert logged["rewards/Tau2Airline/mean"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-4)
+    # the user's own reward function read each episode's breakdown, scored once with the environment's reward
+    assert breakdowns and all(set(breakdown["parts"]) == {"DB", "COMMUNICATE"} for breakdown in breakdowns)
+    databases = [breakdown["parts"]["DB"]["reward"] for breakdown in breakdowns]
+    assert logged["rewards/database/mean"] == pytest.approx(sum(databases) / len(databases), abs=1e-4)
     assert logged["tools/failure_frequency"] == 0.0

@@ -40,6 +40,7 @@ def test_training_exports_are_pinned_and_sorted():
         "TRLEnvironment",
         "ToolCallParsingError",
         "check_trl_version",
+        "episode_score",
         "gptoss_response_template",
         "unscored_reward",
     ]

@@ -520,3 +520,60 @@ def test_a_reset_observation_trl_cannot_take_is_the_environments_failure_scored_
         'agent_env: Quiet could not score the episode of task_id="t9" (in its OwnSession): its reset returned 42 '
         "(an int), not an observation TRL can append to the prompt"
     )
+
+
+class Parts(Environment):
+    """A reward with parts, counting how often it is computed."""
+
+    rewards_read = 0
+
+    def reset(self, **row):
+        self.broken = row.get("broken")
+        return None
+
+    def reward(self):
+        type(self).rewards_read += 1
+        if self.broken == "reward":
+            raise ValueError("no reward today")
+        return 0.5
+
+    def reward_breakdown(self):
+        if self.broken == "breakdown":
+            raise KeyError("parts")
+        return {"parts": {"A": 1.0, "B": 0.5}}
+
+
+@pytest.fixture
+def parts():
+    Parts.rewards_read = 0
+    return EnvironmentFactory(LocalProvider(Parts))
+
+
+def test_a_reward_function_reads_the_breakdown_and_the_episode_is_scored_once(parts):
+    from agent_env.training import episode_score
+
+    environment = parts()
+    environment.reset(task_id="t1")
+    score = episode_score(environment)  # a reward function of the user's, before TRL reads get_reward
+    assert (score.reward, score.breakdown) == (0.5, {"parts": {"A": 1.0, "B": 0.5}})
+    assert environment.get_reward() == 0.5 and episode_score(environment) == score
+    assert Parts.rewards_read == 1
+    environment.reset(task_id="t2")  # the next episode is scored afresh
+    assert environment.get_reward() == 0.5 and Parts.rewards_read == 2
+
+
+@pytest.mark.parametrize(
+    ("broken", "why"), [("reward", "its reward() raised"), ("breakdown", "its reward_breakdown() raised")]
+)
+def test_an_episode_whose_reward_or_breakdown_raises_has_no_score_and_scores_0_with_one_warning(
+    parts, caplog, broken, why
+):
+    from agent_env.training import episode_score
+
+    environment = parts()
+    environment.reset(task_id="t3", broken=broken)
+    with caplog.at_level(logging.WARNING, logger="agent_env"):
+        assert episode_score(environment) is None
+        assert environment.get_reward() == 0.0
+    (warning,) = [record for record in caplog.records if record.name == "agent_env.training"]
+    assert why in warning.getMessage() and 'task_id="t3"' in warning.getMessage()
