@@ -117,7 +117,7 @@ def test_the_docs_isolation_check_tells_an_isolated_server_from_a_shared_one(
 
 def test_the_readmes_mcp_environment_plays_an_episode_and_scores_the_servers_graph() -> None:
     """The README's "An MCP server" snippet, with the server's path pointed at the one `make mcp-servers` installs."""
-    section = README[README.index("**An MCP server.**") : README.index("**τ²-bench.**")]
+    section = README[README.index("### An MCP server") : README.index("### τ²-bench")]
     (snippet,) = [content for language, content in fenced(section) if language == "python"]
     printed = '"node", ["node_modules/@modelcontextprotocol/server-memory/dist/index.js"]'
     assert printed in snippet
