@@ -15,7 +15,8 @@ from agent_env.envs.tau2.tasks import Task
 Call = tuple[str, str, dict[str, Any]]
 """One call of a sequence: (requestor, tool name, arguments)."""
 Step = tuple[str, str, str, dict[str, Any]]
-"""One step of an episode: ("call", requestor, name, arguments) or ("say", "", text, {})."""
+"""One step of an episode: ("call", requestor, name, arguments), ("say", "", text, {}) (a message to the user), or
+("aside", "", text, {}) (text in the same message as the agent's call that follows it, which no user reads)."""
 
 
 def reference(task: Task) -> list[Call]:
@@ -558,6 +559,13 @@ def episodes(domain: str, task: Task, base: Any, writes: set[str]) -> Iterator[t
     yield "reference actions, said", steps(calls, True), True
     if info:
         yield "reference actions, not said", steps(calls, False), False
+        first = next((i for i, (requestor, _, _) in enumerate(calls) if requestor != "user"), None)
+        if (
+            first is not None
+        ):  # said only beside a call, in one message with it (tau2-bench's default protocol)
+            aside: Step = ("aside", "", "Here is what you asked for: " + "; ".join(info), {})
+            beside = steps(calls, False)
+            yield "reference actions, said beside a call", [*beside[:first], aside, *beside[first:]], True
     for index, (requestor, name, arguments) in enumerate(calls):
         if name not in writes:
             continue

@@ -11,7 +11,8 @@ episodes scored by both, with every difference printed.
    database, as tau2-bench hashes it (each entity's JSON, keys sorted), entity by entity; and the user's database
    where the domain has one.
 2. The reward, episode by episode. Scripted episodes played here (each task's reference actions, with and without
-   the messages the task wants said, each write dropped or changed) are scored by agent_env and again by
+   the messages the task wants said, and with them said only beside a call in one message, as tau2-bench's default
+   protocol takes such a reply; each write dropped or changed) are scored by agent_env and again by
    tau2-bench's `evaluate_simulation` on the same messages, with strict replay (every replayed write's text must
    match the recorded one). Compared: the reward and each part of the reward basis. Retail's NL assertions need
    an LLM on both sides; where a task has them, both score it without them (agent_env says so in its note).
@@ -67,7 +68,7 @@ from agent_env.envs.tau2.store import Store, canonical
 from agent_env.envs.tau2.tasks import Task
 from agent_env.errors import AgentEnvError, ToolArgumentError
 from agent_env.session import LocalSession
-from agent_env.users import STOP, ScriptedUser
+from agent_env.users import ASIDE, STOP, ScriptedUser
 from bench._tau2_sequences import FUZZ, Call, Step, episodes, reference, variants
 
 ENVIRONMENTS: dict[str, type[Tau2Environment]] = {
@@ -447,12 +448,19 @@ def play(
     session.reset(task_id=task.id)
     messages: list[dict[str, Any]] = [] if task.history() else [{"role": "assistant", "content": GREETING}]
     messages.append({"role": "user", "content": env.transcript[-1][1]})
+    aside: str | None = None
     for index, (kind, requestor, name, arguments) in enumerate(steps):
         if session.ended() is not None:
             break
         if kind == "say":
             reply = session.call_tool("message_user", {"message": name})
             messages += [{"role": "assistant", "content": name}, {"role": "user", "content": reply}]
+            continue
+        if (
+            kind == "aside"
+        ):  # as agent-env eval tells the environment the text of a reply that also calls tools
+            session.call_tool(ASIDE, {"text": name})
+            aside = name
             continue
         call_id = f"call_{index}"
         if requestor == "user":
@@ -462,10 +470,11 @@ def play(
                 session.call_tool(name, arguments)
         record = env.calls[-1]
         role = "user" if requestor == "user" else "assistant"
+        said, aside = (aside, None) if role == "assistant" else (None, aside)
         messages += [
             {
                 "role": role,
-                "content": None,
+                "content": said,
                 "tool_calls": [{"id": call_id, "name": name, "arguments": arguments, "requestor": requestor}],
             },
             {
