@@ -58,9 +58,9 @@ class ToyDesk(Environment):
         self.down = set(
             row.get("down", ())
         )  # services a row takes down ("battery", "notes"): tools that then raise
-        # A row's `raise_in` makes reset or reward fail as a bug would ("reset", "reward", or "observation": a reset
-        # that returns no text), or reward find the judge it scores with down ("judge": a failure outside the
-        # episode).
+        # A row's `raise_in` makes reset, reward or its breakdown fail as a bug would ("reset", "reward",
+        # "breakdown", or "observation": a reset that returns no text), or reward find the judge it scores with down
+        # ("judge": a failure outside the episode).
         self.raise_in = row.get("raise_in")
         if self.raise_in == "reset":
             raise RuntimeError("the task store is down")
@@ -88,6 +88,8 @@ class ToyDesk(Environment):
         return f"the desk closed after {self.heard} calls" if self.heard >= self.closes_after else None
 
     def reward_breakdown(self) -> dict[str, Any]:
+        if self.raise_in == "breakdown":
+            return {"curves": self.book["count"]}  # type: ignore[call-overload]
         return {"curves": len(self.book), "limit": self.limit}
 
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:

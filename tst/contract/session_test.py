@@ -23,7 +23,7 @@ from agent_env import (
 from agent_env.errors import AgentEnvError, RewardError, UnscoredEpisodeError
 from agent_env.schema import fingerprint
 from agent_env.server.errors import DatasetNotFoundError, ServerError
-from agent_env.session import Provider, Session
+from agent_env.session import Provider, Score, Session
 from agent_env.training.trl import environment_class
 from testbed.toy import ToyDesk
 from tst.data.authoring import NOT_AN_OBJECT
@@ -253,10 +253,6 @@ def test_a_session_answers_as_an_in_process_one_step_for_step(provider, script):
     assert play(provider.open(), script) == play(LocalSession(ToyDesk()), script)
 
 
-WITHOUT_ERROR_CODES = {"openenv"}
-"""Providers whose wire carries an error's text but not its class (OpenEnv's /ws): it arrives as a `ServerError`."""
-
-
 @pytest.mark.parametrize("returned", [None, "0.5", True], ids=["None", "text", "bool"])
 def test_a_reward_that_is_not_a_number_is_refused_naming_the_method_in_the_same_words_everywhere(
     provider, request, returned
@@ -286,18 +282,33 @@ UNSCORED = {
     "reset": ("its reset raised RuntimeError: the task store is down", 0.0),
     "observation": ("its reset returned 42 (an int), not an observation TRL can append to the prompt", 0.0),
     "reward": ("its reward() raised ZeroDivisionError: division by zero", 0.0),
+    "breakdown": (
+        "its reward_breakdown() raised TypeError: list indices must be integers or slices, not str",
+        0.0,
+    ),
     "judge": ("the judge's endpoint answered HTTP 503", None),
 }
 """What a row's `raise_in` makes ToyDesk fail with, and what a trainer then gets for the episode."""
+WITHOUT_BREAKDOWNS = {"openenv"}
+"""Providers whose wire carries a reward but not its breakdown (OpenEnv's /ws): the server never asks for one, so a
+`reward_breakdown` that raises fails nothing there."""
 
 
 @pytest.mark.parametrize("raise_in", list(UNSCORED))
-def test_an_episode_the_environment_cannot_score_is_an_unscored_episode_error_naming_it(provider, raise_in):
+def test_an_episode_the_environment_cannot_score_is_an_unscored_episode_error_naming_it(
+    provider, request, raise_in
+):
     said, _ = UNSCORED[raise_in]
+    if request.node.callspec.params["provider"] in WITHOUT_BREAKDOWNS and raise_in == "breakdown":
+        with provider.open() as session:
+            session.reset(task="t4", raise_in=raise_in)
+            session.call_tool("submit_offers", {"curves": [CURVE]})
+            assert session.score() == Score(0.1, None)
+        return
     with provider.open() as session, pytest.raises(UnscoredEpisodeError) as raised:
         session.reset(task="t4", raise_in=raise_in)
         session.call_tool("submit_offers", {"curves": [CURVE]})
-        session.reward()
+        session.score()  # the reward and its breakdown, as the TRL adapter and eval read them
     assert "ToyDesk could not score the episode of row " in str(raised.value)
     assert '"task": "t4"' in str(raised.value) and said in str(raised.value)
 
@@ -309,6 +320,8 @@ def test_the_trl_adapter_scores_such_an_episode_by_one_rule_with_one_warning_and
     said, reward = UNSCORED[raise_in]
     if request.node.callspec.params["provider"] in WITHOUT_ERROR_CODES and raise_in == "judge":
         reward = 0.0  # OpenEnv's /ws carries no error class, so whose failure it was does not cross it
+    if request.node.callspec.params["provider"] in WITHOUT_BREAKDOWNS and raise_in == "breakdown":
+        return  # scored as any episode: the breakdown is never read there (the test above)
     published = provider.tools()
     environment = environment_class(provider.name, published, fingerprint(published))(provider.open())
     with caplog.at_level(logging.WARNING, logger="agent_env"):
