@@ -31,7 +31,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # project's default venv, not this interpreter's: a matrix row on Python 3.12 then gets 3.11 actors that never start.
 os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
 
-pytest_plugins = ["tst.openenv.fixtures"]
+pytest_plugins = ["tst.openenv.fixtures", "tst.ors.fixtures"]
 
 
 @pytest.fixture(scope="session")
