@@ -25,6 +25,13 @@ def chatty() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture
+def streamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls longer than 0.1 s are streamed, with a keep-alive every 0.1 s (10 s as served), so a short nap shows
+    what a long call does."""
+    monkeypatch.setattr(wire, "KEEPALIVE_SECONDS", 0.1)
+
+
 @pytest.fixture(scope="module")
 def toy() -> Iterator[str]:
     with running(build_app(ToyDesk, surfaces=[ORSSurface()])) as url:
@@ -40,7 +47,7 @@ def created(url: str) -> str:
     return sid
 
 
-def test_a_client_that_hangs_up_mid_stream_leaves_the_server_up_and_no_episode_behind(chatty):
+def test_a_client_that_hangs_up_mid_stream_leaves_the_server_up_and_no_episode_behind(chatty, streamed):
     sid = created(chatty)
     with (
         httpx.Client(base_url=chatty, timeout=10) as client,
@@ -54,6 +61,7 @@ def test_a_client_that_hangs_up_mid_stream_leaves_the_server_up_and_no_episode_b
         lines = stream.iter_lines()
         assert next(lines) == "event: task_id"
         task_id = next(lines).removeprefix("data: ")
+        assert [next(lines), next(lines)] == ["", ": ping"]  # streamed, kept alive while the tool runs
     # hung up before the result: the call still runs to its end, and can be read again by its task_id
     assert httpx.get(f"{chatty}/health").json()["episodes"] == 1
     time.sleep(0.7)
@@ -71,7 +79,7 @@ def test_a_client_that_hangs_up_mid_stream_leaves_the_server_up_and_no_episode_b
     assert httpx.post(f"{chatty}/ping", headers={wire.SESSION_HEADER: sid}).status_code == 404
 
 
-def test_many_clients_hanging_up_at_once_take_nothing_down(chatty):
+def test_many_clients_hanging_up_at_once_take_nothing_down(chatty, streamed):
     sids = [created(chatty) for _ in range(8)]
 
     def hang_up(sid: str) -> None:
