@@ -1,5 +1,6 @@
 """Fixtures every tier may share, each started only when first asked for: one local Ray cluster for the whole test
-session, and the OpenEnv tier's (tst/openenv/fixtures.py). And where τ²-bench's data comes from."""
+session, the OpenEnv tier's (tst/openenv/fixtures.py) and the ORS tier's (tst/ors/fixtures.py). And where
+τ²-bench's data comes from."""
 
 from __future__ import annotations
 
