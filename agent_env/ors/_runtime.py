@@ -9,15 +9,18 @@ go (`/delete`, `/delete_session`), and sends calls, one at a time per episode, i
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import copy
 import logging
+import os
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_env._loop import background_loop, spawn
+from agent_env._loop import background_loop, spawn, submit
 from agent_env.errors import SplitNotFoundError, ToolDefinitionError
 from agent_env.ors import _wire as wire
 from agent_env.ors._client import Key, ORSClient, Policy
@@ -39,6 +42,8 @@ PROMPT_ROW = ({"role": "user", "content": ""},)
 reset's observation, which TRL makes the whole of this first user message."""
 PING_FAILURES = 5
 """Pings failed in a row after which a session is given up (as the SDK client gives one up)."""
+EXIT_TIMEOUT = 5.0
+"""Seconds a process that exits spends, at most, deleting the sessions its episodes still hold."""
 
 
 @dataclass(eq=False)
@@ -84,6 +89,10 @@ class ORSRuntime:
         self.terminal: Terminal | None = None
         self._rows: dict[str, list[dict[str, Any]]] = {}
         self._splits: list[str] | None = None
+        self._live: set[Episode] = set()
+        """The episodes whose sessions this process still holds (a trainer rarely closes its environments)."""
+        self._pid = os.getpid()
+        _runtimes.add(self)
 
     @property
     def env_name(self) -> str:
@@ -239,6 +248,7 @@ class ORSRuntime:
             raise
         episode = Episode(sid, task)
         episode.keep_alive = asyncio.get_running_loop().create_task(self._keep_alive(episode))
+        self._live.add(episode)
         return episode, self.cut(wire.blocks_text(blocks))
 
     async def call(
@@ -274,6 +284,9 @@ class ORSRuntime:
             loop.call_soon_threadsafe(self._let_go_here, episode)
 
     def _let_go_here(self, episode: Episode) -> None:
+        if episode not in self._live:
+            return
+        self._live.discard(episode)
         if episode.keep_alive is not None:
             episode.keep_alive.cancel()
             episode.keep_alive = None
@@ -303,6 +316,15 @@ class ORSRuntime:
                     episode.lost = error
                     return
 
+    async def delete_held(self) -> None:
+        """Delete every session this process's episodes still hold, together."""
+        held = list(self._live)
+        for episode in held:
+            self._live.discard(episode)
+            if episode.keep_alive is not None:
+                episode.keep_alive.cancel()
+        await asyncio.gather(*(self._deleted(episode.sid) for episode in held), return_exceptions=True)
+
     async def close(self) -> None:
         """Close the client's connections."""
         with contextlib.suppress(Exception):
@@ -317,6 +339,26 @@ class ORSRuntime:
             f"{text[:most]}\n[agent_env cut this result: it has {len(text):,} characters, and only the first "
             f"{most:,} are shown (max_result_chars)]"
         )
+
+
+_runtimes: weakref.WeakSet[ORSRuntime] = weakref.WeakSet()
+
+
+@atexit.register
+def delete_held_sessions() -> None:
+    """Delete, as this process exits, every session its episodes still hold, so a trainer that ends without closing
+    its environments does not leave them to the server's reaper (the SDK server's waits 15 minutes): best effort (a
+    server that is gone or slow is given up on), within `EXIT_TIMEOUT` in all. A forked child leaves its parent's
+    sessions alone."""
+    deadline = time.monotonic() + EXIT_TIMEOUT
+    for runtime in list(_runtimes):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return
+        if runtime._pid != os.getpid() or not runtime._live:
+            continue
+        with contextlib.suppress(Exception):
+            submit(asyncio.wait_for(runtime.delete_held(), remaining)).result(remaining + 1)
 
 
 def _listed_tools(listing: Any, label: str, key: Key) -> tuple[list[dict[str, Any]], Terminal | None]:

@@ -119,3 +119,25 @@ def test_agent_env_ors_on_an_agent_env_server_publishes_byte_for_byte_and_scores
         assert str(refused.value) == str(here.value)  # refused here, before the call left, in the same words
         assert session.score().reward == local.score().reward == 0.3  # end_turn sent to read it: the server's
     assert httpx.get(f"{toy}/health").json()["episodes"] == 0
+
+
+def test_a_process_that_exits_without_closing_its_episodes_deletes_their_sessions(toy):
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        f"""
+        from agent_env import AgentEnv
+        env = AgentEnv.ors({toy!r}, "toydesk")
+        sessions = [env.open() for _ in range(3)]
+        for index, session in enumerate(sessions):
+            session.reset(split="train", index=index)
+        print("open", flush=True)
+        """
+    )
+    opened = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert opened.returncode == 0 and opened.stdout.strip() == "open", opened.stderr
+    assert httpx.get(f"{toy}/health").json()["episodes"] == 0  # deleted as it exited, not left to the reaper
