@@ -231,7 +231,9 @@ class ORSClient:
         path = self._path(suffix)
         sid = await self.create_session()
         try:
-            return await self._retried(lambda: self._json_request(method, path, sid, body), path, True)
+            return await self._retried(
+                lambda: self._json_request(method, path, sid, body, session=False), path, True
+            )
         finally:
             try:
                 await self._post_quietly("/delete_session", sid)
@@ -278,8 +280,17 @@ class ORSClient:
                 raise
 
     async def _json_request(
-        self, method: str, path: str, sid: str | None, body: Any = None, *, want: bool = True
+        self,
+        method: str,
+        path: str,
+        sid: str | None,
+        body: Any = None,
+        *,
+        want: bool = True,
+        session: bool = True,
     ) -> Any:
+        """One request and its JSON answer (None when not `want`ed). `session`: whether the route acts on the
+        session `sid` names (so a 404 there means the session is gone), rather than merely carrying it (a listing)."""
         headers = {wire.SESSION_HEADER: sid} if sid else {}
         try:
             response = await self._http.request(
@@ -287,7 +298,7 @@ class ORSClient:
             )
         except httpx.HTTPError as error:
             raise _transport_fault(error, self._at(path), sent=not isinstance(error, _NOT_SENT)) from None
-        await self._check(response, path, sid)
+        await self._check(response, path, sid if session else None)
         return _json(response.content, path, self.key, self._at(path)) if want else None
 
     async def _check(self, response: httpx.Response, path: str, sid: str | None) -> None:

@@ -24,6 +24,7 @@ from agent_env.errors import DatasetRowsError, SplitNotFoundError
 from agent_env.ors import (
     ORSEnvironment,
     ORSMalformedError,
+    ORSRefusedError,
     ORSServerError,
     ORSSessionExpiredError,
     ORSStreamError,
@@ -135,6 +136,11 @@ def test_the_environment_is_found_by_name_or_as_the_servers_only_one():
         ToolDefinitionError, match="serves 2 environments \\('orders', 'other'\\): name the one"
     ):
         environment(fake, env_name=None).environment_class()
+
+
+def test_an_environment_the_server_does_not_have_is_refused_in_its_words():
+    with pytest.raises(ORSRefusedError, match=r"\(/nope/tools\) answered 404: Not Found"):
+        environment(FakeORS(), env_name="nope").environment_class()
 
 
 @pytest.mark.parametrize(
