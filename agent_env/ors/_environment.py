@@ -124,6 +124,12 @@ class ORSToolsEnvironment(Environment):
         """Let go of the episode's session."""
         self._let_go()
 
+    @classmethod
+    def faults(cls) -> dict[str, int]:
+        """Every fault this class met in this process so far, retried ones included, by kind (`unavailable`,
+        `rate_limited`, `stream_cut`, ...: each `ORSError`'s `kind`)."""
+        return cls.runtime.faults()
+
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
         """The server's tasks of `split`, each a row that names its task."""
         return run_sync(self.runtime.dataset_rows(split))

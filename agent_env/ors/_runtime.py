@@ -91,6 +91,8 @@ class ORSRuntime:
         self._splits: list[str] | None = None
         self._live: set[Episode] = set()
         """The episodes whose sessions this process still holds (a trainer rarely closes its environments)."""
+        self._deleting: set[asyncio.Task[None]] = set()
+        """The deletions of sessions let go, under way."""
         self._pid = os.getpid()
         _runtimes.add(self)
 
@@ -290,7 +292,9 @@ class ORSRuntime:
         if episode.keep_alive is not None:
             episode.keep_alive.cancel()
             episode.keep_alive = None
-        spawn(self._deleted(episode.sid))
+        deleting = asyncio.get_running_loop().create_task(self._deleted(episode.sid))
+        self._deleting.add(deleting)
+        deleting.add_done_callback(self._deleting.discard)
 
     async def _deleted(self, sid: str) -> None:
         try:
@@ -316,14 +320,15 @@ class ORSRuntime:
                     episode.lost = error
                     return
 
+    def holds(self) -> bool:
+        """Whether this process still holds a session, or is deleting one."""
+        return bool(self._live or self._deleting)
+
     async def delete_held(self) -> None:
-        """Delete every session this process's episodes still hold, together."""
-        held = list(self._live)
-        for episode in held:
-            self._live.discard(episode)
-            if episode.keep_alive is not None:
-                episode.keep_alive.cancel()
-        await asyncio.gather(*(self._deleted(episode.sid) for episode in held), return_exceptions=True)
+        """Delete every session this process's episodes still hold, together, and wait for the deletions under way."""
+        for episode in list(self._live):
+            self._let_go_here(episode)
+        await asyncio.gather(*list(self._deleting), return_exceptions=True)
 
     async def close(self) -> None:
         """Close the client's connections."""
@@ -355,7 +360,7 @@ def delete_held_sessions() -> None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return
-        if runtime._pid != os.getpid() or not runtime._live:
+        if runtime._pid != os.getpid() or not runtime.holds():
             continue
         with contextlib.suppress(Exception):
             submit(asyncio.wait_for(runtime.delete_held(), remaining)).result(remaining + 1)

@@ -137,7 +137,7 @@ def test_a_tool_that_raises_on_the_server_is_a_named_fault_and_the_episode_goes_
     assert not isinstance(
         unscored.value, InfrastructureFailedError
     )  # the environment's own code: scored 0 by TRL
-    assert env.provider.environment.runtime.faults()["tool_failed"] >= 1
+    assert env.provider.environment.faults()["tool_failed"] >= 1
 
 
 def test_each_episode_is_a_session_of_its_own_deleted_on_close(env, url):
@@ -176,7 +176,7 @@ def test_a_server_that_goes_down_mid_episode_is_a_named_fault_never_a_reward(ors
             assert session.ended() == "its ORS session failed (unavailable)"
             with pytest.raises(InfrastructureFailedError, match=r"its ORS session failed \(unavailable\)"):
                 session.reward()
-        assert env.provider.environment.runtime.faults()["unavailable"] >= 2  # the retry was counted too
+        assert env.provider.environment.faults()["unavailable"] >= 2  # the retry was counted too
     finally:
         server.stop()
 

@@ -290,7 +290,7 @@ def test_429_is_waited_out_as_the_server_asks_and_counted():
     fake.fail("/orders/call", httpx.Response(429, headers=NOW, json={"detail": "slow down"}))
     session = opened(fake)
     assert session.call_tool("peek", {}) == "peek ran"
-    assert type(session.environment).runtime.faults() == {"rate_limited": 1}
+    assert type(session.environment).faults() == {"rate_limited": 1}
 
 
 def test_a_backend_still_starting_is_ridden_out():
@@ -324,7 +324,7 @@ def test_a_stream_cut_after_its_task_id_is_resumed_by_it():
     first, resumed = fake.calls()
     assert "task_id" not in first and resumed == {**first, "task_id": "t" * 32}
     assert session.reward() == 1.0
-    assert type(session.environment).runtime.faults() == {"unavailable": 1}
+    assert type(session.environment).faults() == {"unavailable": 1}
 
 
 def test_a_stream_that_cannot_be_resumed_is_a_cut_stream_never_a_reward():
