@@ -130,6 +130,36 @@ class AgentEnv:
         provider = OpenEnvProvider(url, headers=headers, timeout=timeout, name=name)
         return cls(provider, chat_template=chat_template)
 
+    @classmethod
+    def ors(
+        cls,
+        base_url: str,
+        env_name: str | None = None,
+        *,
+        api_key_env: str | None = None,
+        chat_template: TemplateSource | None = None,
+        **options: Any,
+    ) -> AgentEnv:
+        """An environment of an Open Reward Standard server, in this process; needs the `server` extra.
+
+        Its tools are listed now, each schema normalized and checked; calls are validated here before they are
+        sent; its tasks are `dataset(split)`'s rows; each episode is an ORS session of its own, and its reward is
+        what its results carried. The same description runs anywhere an environment does:
+        `AgentEnv.ray(ORSEnvironment(...))`, `agent-env serve module:name`. See docs/ors.md.
+
+        Args:
+            base_url: The server's URL.
+            env_name: The environment's name on the server; None: the server's only one.
+            api_key_env: The name of the variable that holds the key (never the key itself); None sends none.
+            chat_template: The template to check when no TRL trainer calls the factory (see the class).
+            **options: The rest of `ORSEnvironment`: `name`, `tools`, `skip_unpublishable`, `timeout`,
+                `call_timeout`, `retries`, `start_timeout`, `ping_interval`, `max_result_chars`.
+        """
+        from agent_env.ors import ORSEnvironment
+
+        environment = ORSEnvironment(base_url, env_name, api_key_env, **options)
+        return cls.local(environment, chat_template=chat_template)
+
     def tools(self) -> list[dict[str, Any]]:
         """The published tools: `name`, `description`, `inputSchema`."""
         return self.provider.tools()

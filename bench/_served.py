@@ -30,6 +30,9 @@ if "openenv_prefix" in settings:  # JSON cannot carry a surface; a checkout from
         settings["surfaces"] = [OpenEnvSurface(settings.pop("openenv_prefix"))]
     except ImportError:
         pass
+if settings.pop("ors", False):  # the ORS surface at the root
+    from agent_env.ors import ORSSurface
+    settings["surfaces"] = [*settings.get("surfaces", []), ORSSurface()]
 app = build_app(sys.argv[1], **settings)
 options = uvicorn_options()
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning", access_log=False, **options)
@@ -41,7 +44,8 @@ def served(
     environment: str, *, source: Path | None = None, floor: bool = False, **settings: Any
 ) -> Iterator[tuple[str, psutil.Process]]:
     """Serve `environment` with `build_app(environment, **settings)`: yields (base URL, the server's process).
-    `openenv_prefix=` in `settings` serves OpenEnv's surface there (`surfaces=[OpenEnvSurface(prefix)]`).
+    `openenv_prefix=` in `settings` serves OpenEnv's surface there (`surfaces=[OpenEnvSurface(prefix)]`), and
+    `ors=True` the ORS surface at the root (`ORSSurface()`).
     `floor=True` serves it with `bench/_floor.py`'s bare app instead (no settings), under the same uvicorn stack.
 
     `source`, when given, is a checkout of agent_env whose code serves instead of this one (`baseline` makes one),

@@ -250,6 +250,10 @@ class EpisodeRegistry:
         # environment that changes its row must not change the served one.
         return await asyncio.to_thread(_copied, row)
 
+    def touch(self, episode_id: str, surface: ClientAdvice = CONTROL) -> None:
+        """Count an episode as used now (a client keeping it alive), so that it does not idle out."""
+        self._live(episode_id, surface).last_used = time.monotonic()
+
     def is_live(self, episode_id: str) -> bool:
         """Whether an episode is open (it may still be idle past the timeout, until someone asks for it)."""
         return episode_id in self._episodes

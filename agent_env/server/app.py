@@ -138,18 +138,28 @@ def build_app(
             await episodes.stop()
             await asyncio.to_thread(environment_class.shutdown)  # an MCP environment's spare servers
 
-    # MCP first: its one path is matched at once, and the control API's routes match by splitting the path.
-    routes: list[BaseRoute] = [Route(MCP_PATH, mcp), *ControlApi(episodes, sessions).routes()]
+    # MCP first: its one path is matched at once, and the control API's routes match by splitting the path. A
+    # surface's routes on the control API's own paths go before them, each claiming only its own requests.
+    shared = [route for mount in mounts for route in mount.shared_routes]
+    routes: list[BaseRoute] = [Route(MCP_PATH, mcp), *shared, *ControlApi(episodes, sessions).routes()]
     open_paths = set(OPEN_PATHS)
     rpc_paths = {MCP_PATH: jsonrpc.MCP}
+    token_headers: set[str] = set()
     for mount in mounts:
         routes += mount.routes
         open_paths |= mount.open_paths
         rpc_paths.update(mount.rpc_paths)
+        token_headers |= mount.token_headers
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(RequestGuard, limits=limits, open_paths=frozenset(open_paths), rpc_paths=rpc_paths)
+            Middleware(
+                RequestGuard,
+                limits=limits,
+                open_paths=frozenset(open_paths),
+                rpc_paths=rpc_paths,
+                token_headers=frozenset(token_headers),
+            )
         ],
         exception_handlers={404: unrouted, 405: unrouted},
         lifespan=lifespan,
