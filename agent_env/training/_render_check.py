@@ -93,7 +93,6 @@ def methods_discovered(instance: object) -> list[Any]:
     ]
 
 
-
 def render_check(
     instance: object, plans: list[ToolPlan], tool_set: str, template: ChatTemplate, family: Family | None
 ) -> None:
@@ -138,7 +137,9 @@ def discovery_problems(instance: object, tools: list[Any]) -> list[str]:
         if name not in found:
             problems.append(f"{name}: not found under {rule}")
         elif name not in expected:
-            problems.append(f"{name}: found only under {rule}, which would show the model a tool it should not see")
+            problems.append(
+                f"{name}: found only under {rule}, which would show the model a tool it should not see"
+            )
         elif found[name] is not expected[name]:
             problems.append(f"{name}: under {rule}, TRL would call a {type(found[name]).__name__}")
     return problems

@@ -92,7 +92,10 @@ class SchemaTool(dict[str, Any]):
                     f"{'is not' if self.awaited else 'is'} a coroutine function: TRL, which reads a bound method's "
                     "function, would call it the wrong way"
                 )
-            self._bound = (weakref.ref(bound[0]), bound[1])  # weak: the instance holds its tools, not the reverse
+            self._bound = (
+                weakref.ref(bound[0]),
+                bound[1],
+            )  # weak: the instance holds its tools, not the reverse
         teach_get_json_schema()
 
     # A bound SchemaTool's face as a bound method (see the module's docstring). `type(tool)` stays SchemaTool, and
@@ -159,7 +162,9 @@ def teach_get_json_schema() -> None:
             return
         try:
             from transformers.utils import chat_template_utils
-        except ImportError:  # no transformers, nothing to teach (the training layer needs it to render anyway)
+        except (
+            ImportError
+        ):  # no transformers, nothing to teach (the training layer needs it to render anyway)
             _taught = True
             return
         original = chat_template_utils.get_json_schema
@@ -169,11 +174,14 @@ def teach_get_json_schema() -> None:
             def get_json_schema(func: Callable[..., Any]) -> dict[str, Any]:
                 if isinstance(func, SchemaTool):
                     return schema_of(func)
-                return original(func)  # type: ignore[no-any-return]
+                return original(func)
 
             get_json_schema.__agent_env_taught__ = True  # type: ignore[attr-defined]
             for name, module in list(sys.modules.items()):
-                if name.split(".")[0] in ("transformers", "trl") and vars(module).get("get_json_schema") is original:
+                if (
+                    name.split(".")[0] in ("transformers", "trl")
+                    and vars(module).get("get_json_schema") is original
+                ):
                     module.get_json_schema = get_json_schema  # type: ignore[attr-defined]
         _taught = True
 

@@ -149,7 +149,7 @@ def _last_text(prompt: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
-_classes: dict[tuple[str, str, str], type[TRLEnvironment]] = {}
+_classes: dict[tuple[str, str, str, frozenset[str]], type[TRLEnvironment]] = {}
 _classes_lock = threading.Lock()
 
 

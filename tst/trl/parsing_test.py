@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from typing_extensions import TypedDict
-
 import pytest
+from typing_extensions import TypedDict
 
 from agent_env import AgentEnv, Environment, tool
 from agent_env.training._render_check import discovered_tools
@@ -77,7 +76,9 @@ def tokenizer_for(template_name: str) -> Any:
 
     tokenizer = AutoTokenizer.from_pretrained(qwen3_tokenizer_folder())
     tokenizer.chat_template = load_template(template_name)
-    return add_response_schema(tokenizer)  # what GRPOTrainer does with a tokenizer that has no response template
+    return add_response_schema(
+        tokenizer
+    )  # what GRPOTrainer does with a tokenizer that has no response template
 
 
 def model_call(tokenizer: Any, prompt_messages: list[dict[str, Any]], tools: list[Any]) -> tuple[str, str]:

@@ -31,15 +31,15 @@ CURVE = {"hours": "HE07", "points": [[0, 10], [50, 30]]}
 def probe_116(instance):
     """TRL 1.16.0 `grpo_trainer.py` lines 689-697 (`GRPOTrainer.__init__`), as written there:
 
-        methods = []
-        # List on the class: getmembers on the instance evaluates properties
-        for member_name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction):
-            if member_name == "reset":
-                has_reset = True
-            elif member_name == "get_reward":
-                has_reward = True
-            elif not member_name.startswith("_"):
-                methods.append(getattr(instance, member_name))
+    methods = []
+    # List on the class: getmembers on the instance evaluates properties
+    for member_name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction):
+        if member_name == "reset":
+            has_reset = True
+        elif member_name == "get_reward":
+            has_reward = True
+        elif not member_name.startswith("_"):
+            methods.append(getattr(instance, member_name))
     """
     has_reset = has_reward = False
     methods = []
@@ -56,17 +56,17 @@ def probe_116(instance):
 def rollout_116(environment):
     """TRL 1.16.0 `grpo_trainer.py` lines 2371-2381 (`_generate_and_score_completions`):
 
-        methods = [
-            getattr(environment, member_name)
-            for member_name, _ in inspect.getmembers(type(environment), predicate=inspect.isfunction)
-            if member_name not in ("reset", "get_reward") and not member_name.startswith("_")
-        ]
-        sync_tool_dict, async_tool_dict = {}, {}
-        for tool in self._standalone_tools + methods:
-            if inspect.iscoroutinefunction(tool):
-                async_tool_dict[tool.__name__] = tool
-            else:
-                sync_tool_dict[tool.__name__] = tool
+    methods = [
+        getattr(environment, member_name)
+        for member_name, _ in inspect.getmembers(type(environment), predicate=inspect.isfunction)
+        if member_name not in ("reset", "get_reward") and not member_name.startswith("_")
+    ]
+    sync_tool_dict, async_tool_dict = {}, {}
+    for tool in self._standalone_tools + methods:
+        if inspect.iscoroutinefunction(tool):
+            async_tool_dict[tool.__name__] = tool
+        else:
+            sync_tool_dict[tool.__name__] = tool
     """
     methods = [
         getattr(environment, member_name)
@@ -79,14 +79,14 @@ def rollout_116(environment):
 def probe_bound_methods(instance):
     """TRL 1.14.2 `grpo_trainer.py` lines 671-678, and huggingface/trl f2cd577 lines 644-651 (`__init__`):
 
-        methods = []
-        for member_name, member in inspect.getmembers(instance, predicate=inspect.ismethod):
-            if member_name == "reset":
-                has_reset = True
-            elif member_name == "get_reward":
-                has_reward = True
-            elif not member_name.startswith("_"):
-                methods.append(member)
+    methods = []
+    for member_name, member in inspect.getmembers(instance, predicate=inspect.ismethod):
+        if member_name == "reset":
+            has_reset = True
+        elif member_name == "get_reward":
+            has_reward = True
+        elif not member_name.startswith("_"):
+            methods.append(member)
     """
     has_reset = has_reward = False
     methods = []
@@ -103,17 +103,17 @@ def probe_bound_methods(instance):
 def rollout_bound_methods(environment):
     """TRL 1.14.2 `grpo_trainer.py` lines 2433-2443, and f2cd577 lines 2306-2316:
 
-        methods = [
-            member
-            for member_name, member in inspect.getmembers(self.environments[i], predicate=inspect.ismethod)
-            if member_name not in ("reset", "get_reward") and not member_name.startswith("_")
-        ]
-        sync_tool_dict, async_tool_dict = {}, {}
-        for tool in self._standalone_tools + methods:
-            if inspect.iscoroutinefunction(tool):
-                async_tool_dict[tool.__name__] = tool
-            else:
-                sync_tool_dict[tool.__name__] = tool
+    methods = [
+        member
+        for member_name, member in inspect.getmembers(self.environments[i], predicate=inspect.ismethod)
+        if member_name not in ("reset", "get_reward") and not member_name.startswith("_")
+    ]
+    sync_tool_dict, async_tool_dict = {}, {}
+    for tool in self._standalone_tools + methods:
+        if inspect.iscoroutinefunction(tool):
+            async_tool_dict[tool.__name__] = tool
+        else:
+            sync_tool_dict[tool.__name__] = tool
     """
     methods = [
         member
@@ -133,7 +133,10 @@ def split(methods):
     return sync_tool_dict, async_tool_dict
 
 
-RULES = {"trl-1.16": (probe_116, rollout_116), "trl-1.14-and-july-main": (probe_bound_methods, rollout_bound_methods)}
+RULES = {
+    "trl-1.16": (probe_116, rollout_116),
+    "trl-1.14-and-july-main": (probe_bound_methods, rollout_bound_methods),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -158,7 +161,9 @@ def test_each_rule_finds_every_schema_tool_and_the_prompt_shows_every_published_
     assert [tool.__name__ for tool in methods] == sorted(ToyDesk.tools)  # end_turn included
     assert all(type(tool) is SchemaTool or type(tool).__name__ == "AsyncSchemaTool" for tool in methods)
     assert all(tool is getattr(instance, tool.__name__) for tool in methods)
-    prompt = render_tools(methods, "qwen3")  # transformers' apply_chat_template, as TRL renders the probe's tools
+    prompt = render_tools(
+        methods, "qwen3"
+    )  # transformers' apply_chat_template, as TRL renders the probe's tools
     for published in ToyDesk.tools.published:
         assert tojson(entry(published)) in prompt
 
@@ -203,7 +208,10 @@ def test_a_bound_schema_tool_is_a_dict_to_transformers_and_a_bound_method_to_ins
     assert inspect.ismethod(tool) and tool.__self__ is instance
     assert tool.__func__ is type(instance).__dict__["submit_offers"]
     assert not inspect.iscoroutinefunction(tool)
-    assert list(inspect.signature(tool).parameters) == ["curves", "as_offers"]  # the receiver bound, as a method's
+    assert list(inspect.signature(tool).parameters) == [
+        "curves",
+        "as_offers",
+    ]  # the receiver bound, as a method's
 
 
 def test_a_bound_schema_tool_refuses_to_pickle_naming_what_does(env):
@@ -223,4 +231,6 @@ def test_the_render_check_refuses_schema_tools_the_bound_method_rule_cannot_find
     with pytest.raises(RenderCheckError) as raised:
         render_check(instance, plans, "unbound", template, None)
     for name in ToyDesk.tools:
-        assert f"- {name}: not found under TRL <= 1.14, which lists the instance's bound methods" in str(raised.value)
+        assert f"- {name}: not found under TRL <= 1.14, which lists the instance's bound methods" in str(
+            raised.value
+        )

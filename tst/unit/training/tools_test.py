@@ -92,7 +92,9 @@ def test_get_json_schema_gives_the_schema_it_carries_wherever_transformers_and_t
     schema_tool = SchemaTool(PUBLISHED, record)  # the first SchemaTool teaches get_json_schema
     for module in (chat_template_utils, response_parser):
         assert module.get_json_schema(schema_tool) == dict(schema_tool)
-        assert module.get_json_schema(schema_tool) is not schema_tool  # a plain dict, as get_json_schema returns
+        assert (
+            module.get_json_schema(schema_tool) is not schema_tool
+        )  # a plain dict, as get_json_schema returns
     # Transformers' own, as this module imported it before: a SchemaTool has no docstring to guess a schema from.
     assert get_json_schema.__module__ == chat_template_utils.__name__
     with pytest.raises(DocstringParsingException, match="has no docstring"):
