@@ -25,15 +25,32 @@ def _background_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+_uvloop_preferred = False
+
+
+def prefer_uvloop() -> None:
+    """Make the background loop uvloop's where uvloop is installed, if the loop has not started yet.
+
+    The MCP room asks before its first server starts: its calls make the hottest hop (every synchronous call of an MCP
+    tool, TRL's), it needs the `server` extra, which installs uvloop, and a thread's hop to uvloop's loop and back
+    costs 38 us against 59-69 us on asyncio's (`bench/mcp_episodes.py`, `hop_cost`). Nothing else asks, so a process
+    that uses the loop only for an LLM client or its own async tools imports nothing its extra does not declare; and
+    a loop that already runs stays as it is (asyncio's serves MCP as well, a little slower)."""
+    global _uvloop_preferred
+    _uvloop_preferred = True
+
+
 def new_loop() -> asyncio.AbstractEventLoop:
-    """A new event loop: uvloop's where it is installed (the `server` extra installs it, and the MCP room needs that
-    extra), asyncio's otherwise. A thread's hop to it and back costs less on uvloop: 38 us against 59-69 us on
-    asyncio's loop, each with `run_sync`'s lock (`bench/mcp_episodes.py`, `hop_cost`)."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
+    """A new event loop for the background thread: uvloop's when preferred (`prefer_uvloop`) and installed,
+    asyncio's otherwise."""
+    if _uvloop_preferred:
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -12,9 +12,9 @@ TRL has found an environment's tools in two ways, and a SchemaTool set on an env
 
 Whatever reads a method's function to learn about it then reads the class's function, whose type hints are only the
 basic types: transformers' `get_json_schema`, which `parse_response` calls on any method it is given to type a call's
-arguments, and TRL's `VLLMClient.chat` on any callable. So the first SchemaTool made teaches `get_json_schema`
-(transformers' own, and the copies TRL imported) that a SchemaTool's schema is the one it carries
-(`teach_get_json_schema`); any other function goes to transformers' as before.
+arguments, and TRL's `VLLMClient.chat` on any callable. So `get_json_schema` (transformers' own, and the copies TRL
+imported) is taught that a SchemaTool's schema is the one it carries (`teach_get_json_schema`, by the factory and by
+any SchemaTool made while transformers is loaded); any other function goes to transformers' as before.
 """
 
 from __future__ import annotations
@@ -92,11 +92,10 @@ class SchemaTool(dict[str, Any]):
                     f"{'is not' if self.awaited else 'is'} a coroutine function: TRL, which reads a bound method's "
                     "function, would call it the wrong way"
                 )
-            self._bound = (
-                weakref.ref(bound[0]),
-                bound[1],
-            )  # weak: the instance holds its tools, not the reverse
-        teach_get_json_schema()
+            # weak: the instance holds its tools, not the reverse
+            self._bound = (weakref.ref(bound[0]), bound[1])
+        if "transformers" in sys.modules:  # it renders or parses here; the factory teaches it too
+            teach_get_json_schema()
 
     # A bound SchemaTool's face as a bound method (see the module's docstring). `type(tool)` stays SchemaTool, and
     # `isinstance(tool, dict)` (transformers' first question) stays true: Python asks the type before `__class__`.
@@ -162,10 +161,7 @@ def teach_get_json_schema() -> None:
             return
         try:
             from transformers.utils import chat_template_utils
-        except (
-            ImportError
-        ):  # no transformers, nothing to teach (the training layer needs it to render anyway)
-            _taught = True
+        except ImportError:  # no transformers yet: nothing calls get_json_schema
             return
         original = chat_template_utils.get_json_schema
         if not hasattr(original, "__agent_env_taught__"):

@@ -24,7 +24,7 @@ from agent_env.session import (
 from agent_env.training._methods import tool_method
 from agent_env.training._parsing import prepare_parsing
 from agent_env.training._render_check import ToolPlan, discovered_tools, plan_tools, render_check
-from agent_env.training._tools import AsyncSchemaTool, SchemaTool
+from agent_env.training._tools import AsyncSchemaTool, SchemaTool, teach_get_json_schema
 from agent_env.training._trainer import Trainer, calling_trainer
 from agent_env.training.families import Family, family_of
 from agent_env.training.templates import DEFAULT_TEMPLATE, ChatTemplate, TemplateSource, resolve_template
@@ -269,6 +269,7 @@ class EnvironmentFactory:
         from agent_env.schema import fingerprint
 
         check_trl_version()
+        teach_get_json_schema()  # before TRL's parser or vLLM client meets a SchemaTool
         published = self.provider.tools()
         tool_set = fingerprint(published)
         family = family_of(template.text)

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from agent_env._loop import background_loop, on_background_loop, run_sync, submit
+from agent_env._loop import on_background_loop, run_sync, submit
 
 caller = contextvars.ContextVar("caller", default="unset")
 
@@ -73,8 +73,15 @@ def test_a_synchronous_call_from_an_async_tool_on_the_loop_is_refused_naming_the
     assert asyncio.run(on_background_loop(answer(3))) == 6  # and another loop awaits it there
 
 
-def test_the_loop_is_uvloops_where_uvloop_is_installed():
-    if importlib.util.find_spec("uvloop") is None:
-        assert type(background_loop()).__module__.startswith("asyncio")
-    else:
-        assert type(background_loop()).__module__.startswith("uvloop")
+def test_the_loop_is_uvloops_once_preferred_where_uvloop_is_installed_and_asyncios_otherwise(monkeypatch):
+    import agent_env._loop as loops
+
+    monkeypatch.setattr(loops, "_uvloop_preferred", False)
+    plain = loops.new_loop()
+    assert type(plain).__module__.startswith("asyncio")  # an LLM client's or a user's async tools: no uvloop
+    plain.close()
+    loops.prefer_uvloop()  # as the MCP room does before its first server starts
+    preferred = loops.new_loop()
+    installed = importlib.util.find_spec("uvloop") is not None
+    assert type(preferred).__module__.startswith("uvloop" if installed else "asyncio")
+    preferred.close()

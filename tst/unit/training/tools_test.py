@@ -89,7 +89,7 @@ def test_get_json_schema_gives_the_schema_it_carries_wherever_transformers_and_t
     from transformers.utils import chat_template_utils
     from transformers.utils.chat_parsing import response_parser
 
-    schema_tool = SchemaTool(PUBLISHED, record)  # the first SchemaTool teaches get_json_schema
+    schema_tool = SchemaTool(PUBLISHED, record)  # made with transformers loaded, it teaches get_json_schema
     for module in (chat_template_utils, response_parser):
         assert module.get_json_schema(schema_tool) == dict(schema_tool)
         assert (
