@@ -127,7 +127,7 @@ def test_a_row_the_environment_refuses_is_a_reset_error_and_holds_nothing(where)
         with pytest.raises(ResetError) as raised:
             session.reset(seed="x")
         assert re.fullmatch(
-            r'WhereDesk could not score the episode of row \{"seed": "x"\} \(in episode where/\d+/[0-9a-f]{32} on Ray '
+            r'WhereDesk could not start the episode of row \{"seed": "x"\} \(in episode where/\d+/[0-9a-f]{32} on Ray '
             r"actor 'where/\d+'\): its reset raised TypeError: seed must be an integer, not 'x'",
             str(raised.value),
         ), str(raised.value)

@@ -33,11 +33,14 @@ async def open_episode(client, row=None) -> str:
     return answer.json()["episode_id"]
 
 
-async def test_health_answers_ok_with_the_number_of_live_episodes(control):
-    client = await control()
+async def test_health_answers_ok_with_its_live_episodes_its_limit_and_its_stuck_calls(control):
+    client = await control(max_episodes=5)
     await open_episode(client)
     answer = await client.get("/health")
-    assert (answer.status_code, answer.json()) == (200, {"status": "ok", "episodes": 1})
+    assert (answer.status_code, answer.json()) == (
+        200,
+        {"status": "ok", "episodes": 1, "max_episodes": 5, "stuck_calls": 0},
+    )
 
 
 async def test_tools_lists_the_published_schemas_byte_for_byte(control):
@@ -179,7 +182,7 @@ async def test_a_row_reset_cannot_take_gets_400_and_opens_nothing(control):
     error = broken.json()["error"]
     assert error["code"] == "reset_failed"
     assert re.fullmatch(  # the episode named as the server's log names it, where its traceback is
-        r'ToyDesk could not score the episode of row \{"seed": "three"\} \(in served episode [0-9a-f]{32}\): its '
+        r'ToyDesk could not start the episode of row \{"seed": "three"\} \(in served episode [0-9a-f]{32}\): its '
         r"reset raised TypeError: seed must be an integer, not 'three'",
         error["message"],
     ), error["message"]
