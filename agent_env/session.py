@@ -320,31 +320,41 @@ class LocalSession(Session):
                 self.environment.close()
 
     def _run_tool(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
-        """Run a tool's function on the instance, under the deadline when the session has one."""
-        if not tool.is_async:
-            return self._bounded(partial(tool.function, self.environment, **kwargs), f"tool '{tool.name}'")
-        if self._deadline is None:
-            return run_sync(tool.function(self.environment, **kwargs))
-        return self._bounded(
-            partial(run_coroutine_bounded, tool.function(self.environment, **kwargs)),
-            f"tool '{tool.name}'",
-            True,
-        )
+        """Run a tool's function on the instance, under the deadline when the session has one. A call out of time,
+        whether the deadline's or the tool's own (an MCP server that did not answer), ends the episode."""
+        action = f"tool '{tool.name}'"
+        try:
+            if not tool.is_async:
+                return self._bounded(partial(tool.function, self.environment, **kwargs), action)
+            if self._deadline is None:
+                return run_sync(tool.function(self.environment, **kwargs))
+            coroutine = tool.function(self.environment, **kwargs)
+            return self._bounded(partial(run_coroutine_bounded, coroutine), action, True)
+        except CallTimeoutError as error:
+            self._time_out(error, action)
+            raise
 
     async def _arun_tool(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
         """`_run_tool` for async callers: an async tool on the caller's loop, a synchronous one off it."""
-        if self._deadline is None:
-            result = tool.function(self.environment, **kwargs)
-            return await result if tool.is_async else result
-        if not tool.is_async:
-            return await asyncio.to_thread(self._run_tool, tool, kwargs)
-        started, action = time.monotonic(), f"tool '{tool.name}'"
+        action = f"tool '{tool.name}'"
         try:
-            return await await_bounded(tool.function(self.environment, **kwargs), self._deadline.timeout())
-        except Overran as overran:
-            raise self._overran(overran, action) from None
-        finally:
-            self._deadline.charge(time.monotonic() - started)
+            if self._deadline is None:
+                result = tool.function(self.environment, **kwargs)
+                return await result if tool.is_async else result
+            if not tool.is_async:
+                return await asyncio.to_thread(self._run_tool, tool, kwargs)
+            started = time.monotonic()
+            try:
+                return await await_bounded(
+                    tool.function(self.environment, **kwargs), self._deadline.timeout()
+                )
+            except Overran as overran:
+                raise self._overran(overran, action) from None
+            finally:
+                self._deadline.charge(time.monotonic() - started)
+        except CallTimeoutError as error:
+            self._time_out(error, action)
+            raise
 
     def _bounded(self, function: Callable[..., T], action: str, is_coroutine: bool = False) -> T:
         """`function()` (the environment's code) under the session's deadline, if it has one: on a worker thread, or
@@ -370,9 +380,7 @@ class LocalSession(Session):
         error = self._deadline.expired(
             action, whose="its", then="what it did is unknown, so the episode has ended"
         )
-        self.state, self._ended_by = EpisodeState.ENDED, timed_out_ending(error, action)
-        self._unscorable = error
-        error.ended = self._ended_by
+        self._time_out(error, action)
         self._retired = True
         environment = self.environment
         overran.after(partial(_close_quietly, environment))
@@ -385,6 +393,14 @@ class LocalSession(Session):
             abandoned_calls(),
         )
         return error
+
+    def _time_out(self, error: CallTimeoutError, action: str) -> None:
+        """End the episode on `action`, a call that did not finish in time: it is never scored."""
+        if self._unscorable is error:
+            return
+        self.state, self._ended_by = EpisodeState.ENDED, timed_out_ending(error, action)
+        self._unscorable = error
+        error.ended = self._ended_by
 
     def _take_fresh_environment(self) -> None:
         """Replace the retired instance with a fresh one (`renew`), or refuse to start an episode without one."""

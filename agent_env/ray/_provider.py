@@ -186,6 +186,20 @@ class RayProvider:
                 loads[index] = load
         return loads
 
+    def stuck_calls(self) -> int:
+        """How many calls ran past their timeout and are still running on the pool's actors (a Python thread cannot
+        be stopped: each holds its episode's thread until it returns), over the actors that answer within
+        `LOAD_TIMEOUT`."""
+        questions = [handle.describe.remote() for handle in self.pool.handles().values()]
+        ready, _ = ray.wait(questions, num_returns=len(questions), timeout=LOAD_TIMEOUT)
+        stuck = 0
+        for reference in ready:
+            try:
+                stuck += int(ray.get(reference).get("stuck_calls", 0))
+            except RayError:
+                continue
+        return stuck
+
     def _answer(self, index: int, handle: Any, reference: Any) -> int | None:
         """An actor's answer to a load question; None when it could not answer: a restarting actor is asked again
         (passed over until it answers), one dead for good is forgotten (made again on next use)."""

@@ -180,13 +180,16 @@ def http_status(error: AgentEnvError) -> int:
 
 def error_class(code: str, status: int) -> type[AgentEnvError]:
     """The class to raise for an error read off the wire: by code, else by status (an environment's own
-    `ToolError` subclass arrives as a `ToolError`), else `RemoteError`."""
+    `ToolError` subclass arrives as a `ToolError`, an MCP server's timeout as a `CallTimeoutError`), else
+    `RemoteError`."""
     if code in WIRE_ERRORS:
         return WIRE_ERRORS[code]
     if status == 422:
         return ToolError
     if status == 409:
         return EpisodeStateError
+    if status == 504:  # a call out of time of the environment's own kind (an MCP server's)
+        return CallTimeoutError
     return RemoteError
 
 

@@ -256,7 +256,11 @@ def test_a_tool_error_from_the_server_is_raised_with_the_servers_message(version
 
 @pytest.mark.parametrize(
     ("error_type", "raised"),
-    [("invalid_args", ToolArgumentError), ("tool_not_found", UnknownToolError), ("timeout", CallTimeoutError)],
+    [
+        ("invalid_args", ToolArgumentError),
+        ("tool_not_found", UnknownToolError),
+        ("timeout", CallTimeoutError),
+    ],
 )
 def test_each_error_type_is_raised_as_its_in_process_class(error_type, raised):
     failed = wire.dumps(wire.observation_message(wire.call_error("submit", error_type, "why")))
@@ -315,7 +319,9 @@ def test_past_the_servers_capacity_a_reset_waits_for_room_on_a_new_connection():
     session = provider(server).open()
     started = time.monotonic()
     assert session.reset() == '{"metadata":{"target":3}}'
-    assert 1.0 <= time.monotonic() - started < 3  # OpenEnv's refusal says nothing of when: asked again after 1-1.5 s
+    assert (
+        1.0 <= time.monotonic() - started < 3
+    )  # OpenEnv's refusal says nothing of when: asked again after 1-1.5 s
     assert len(server.sent) == 3  # the listing's connection, the refused one, a new one
 
 
@@ -355,7 +361,9 @@ def test_a_drop_loses_the_episode_until_the_next_reset():
     "failure",
     [
         CallTimeoutError("no answer from the OpenEnv server at http://127.0.0.1:8000 within 60 s"),
-        wire.dumps(wire.observation_message(wire.call_error("place_orders", "timeout", "the server gave up"))),
+        wire.dumps(
+            wire.observation_message(wire.call_error("place_orders", "timeout", "the server gave up"))
+        ),
     ],
     ids=["no answer", "the server's timeout"],
 )
@@ -368,7 +376,9 @@ def test_a_call_out_of_time_ends_the_episode_unscored_until_the_next_reset(failu
     with pytest.raises(CallTimeoutError) as late:  # what the model reads
         session.call_tool("place_orders", PLACE)
     assert late.value.ended == "tool 'place_orders' did not finish in time"
-    with pytest.raises(EpisodeEndedError, match=r"the episode has ended \(tool 'place_orders' did not finish in"):
+    with pytest.raises(
+        EpisodeEndedError, match=r"the episode has ended \(tool 'place_orders' did not finish in"
+    ):
         session.call_tool("place_orders", PLACE)
     with pytest.raises(TimedOutEpisodeError) as unscored:
         session.reward()

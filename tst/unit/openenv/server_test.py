@@ -460,6 +460,15 @@ def test_health_schema_and_metadata_answer_as_openenv_does(serve):
     assert client.get("/openenv/metadata", headers=headers).json()["name"] == "ToyDesk"
 
 
+def test_the_metadata_reports_the_live_sessions_and_the_most_the_server_holds(serve):
+    client = serve(max_episodes=3)
+    with client.websocket_connect(WS) as ws:
+        ask(ws, {"type": "reset", "data": {}})
+        metadata = client.get("/openenv/metadata").json()
+    assert (metadata["active_sessions"], metadata["max_sessions"]) == (1, 3)  # as CAPACITY_REACHED names them
+    assert serve(max_episodes=None).get("/openenv/metadata").json()["max_sessions"] is None
+
+
 def test_a_socket_without_the_token_is_refused_with_401_before_any_episode_opens(serve):
     client = serve(token="s3cret")
     with pytest.raises(WebSocketDenialResponse) as refused, client.websocket_connect(WS):
