@@ -9,7 +9,7 @@ import pickle
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -21,16 +21,16 @@ from agent_env import (
     LocalSession,
     TimedOutEpisodeError,
 )
+from agent_env.schema import fingerprint
 from agent_env.session import abandoned_calls
 from agent_env.training.trl import environment_class
-from agent_env.schema import fingerprint
 from testbed.stuck import StuckDesk
 
 
 class Counted(StuckDesk):
     """StuckDesk that remembers which of its instances were closed."""
 
-    closed: list[Counted] = []
+    closed: ClassVar[list[Counted]] = []
 
     def close(self) -> None:
         Counted.closed.append(self)
@@ -92,7 +92,7 @@ def test_a_session_that_cannot_build_another_instance_starts_no_episode_after_a_
     with pytest.raises(CallTimeoutError):
         session.call_tool("hang", {})
     with pytest.raises(
-        TimedOutEpisodeError, match="this session has no way to build another .* open a new session"
+        TimedOutEpisodeError, match=r"this session has no way to build another .* open a new session"
     ):
         session.reset(release=release)
 
@@ -102,7 +102,7 @@ def test_an_async_tool_past_its_timeout_is_cancelled_and_nothing_is_left_running
     session = LocalProvider(StuckDesk, call_timeout=0.2).open()
     session.reset()
     with pytest.raises(
-        CallTimeoutError, match="^tool 'snooze' did not finish within its call timeout of 0.2 s"
+        CallTimeoutError, match=r"^tool 'snooze' did not finish within its call timeout of 0\.2 s"
     ):
         if caller == "sync":
             session.call_tool("snooze", {"seconds": 3600})
