@@ -114,10 +114,16 @@ class AgentEnv:
         request here, and `capacity_wait` (30 s when None) how long a new episode waits for room on a full server
         before its reset fails as an infrastructure error (see `RemoteProvider`).
         """
+        from agent_env.server.capacity import DEFAULT_CAPACITY_WAIT
         from agent_env.server.client import RemoteProvider
 
-        room = {} if capacity_wait is None else {"capacity_wait": capacity_wait}
-        return cls(RemoteProvider(url, token=token, timeout=timeout, **room), chat_template=chat_template)
+        provider = RemoteProvider(
+            url,
+            token=token,
+            timeout=timeout,
+            capacity_wait=DEFAULT_CAPACITY_WAIT if capacity_wait is None else capacity_wait,
+        )
+        return cls(provider, chat_template=chat_template)
 
     @classmethod
     def ray(

@@ -190,7 +190,7 @@ class RayProvider:
         """How many calls ran past their timeout and are still running on the pool's actors (a Python thread cannot
         be stopped: each holds its episode's thread until it returns), over the actors that answer within
         `LOAD_TIMEOUT`."""
-        questions = [handle.describe.remote() for handle in self.pool.handles().values()]
+        questions: list[Any] = [handle.describe.remote() for handle in self.pool.handles().values()]
         ready, _ = ray.wait(questions, num_returns=len(questions), timeout=LOAD_TIMEOUT)
         stuck = 0
         for reference in ready:
