@@ -156,15 +156,27 @@ class AgentEnv:
         timeout: float = 60.0,
         name: str | None = None,
         chat_template: TemplateSource | None = None,
+        episode_budget: float | None = DEFAULT_EPISODE_BUDGET,
+        capacity_wait: float | None = None,
     ) -> AgentEnv:
         """An OpenEnv environment with MCP tools at `url`, over its `/ws`; needs the `server` extra.
 
         Its tools are listed now, each schema normalized and checked; calls are validated here before they are
-        sent, and the reward is the last one a step returned. See docs/openenv.md.
+        sent, and the reward is the last one a step returned. `timeout` bounds each answer, `episode_budget` all of
+        an episode's answers together, and `capacity_wait` (30 s when None) how long a new session waits for room on
+        a full server. See docs/openenv.md.
         """
         from agent_env.openenv.client import OpenEnvProvider
+        from agent_env.server.capacity import DEFAULT_CAPACITY_WAIT
 
-        provider = OpenEnvProvider(url, headers=headers, timeout=timeout, name=name)
+        provider = OpenEnvProvider(
+            url,
+            headers=headers,
+            timeout=timeout,
+            name=name,
+            episode_budget=episode_budget,
+            capacity_wait=DEFAULT_CAPACITY_WAIT if capacity_wait is None else capacity_wait,
+        )
         return cls(provider, chat_template=chat_template)
 
     def tools(self) -> list[dict[str, Any]]:

@@ -34,7 +34,13 @@ from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from agent_env.errors import ModelEndpointError, ProviderError, UnknownToolError, UnscoredEpisodeError
+from agent_env.errors import (
+    CallTimeoutError,
+    ModelEndpointError,
+    ProviderError,
+    UnknownToolError,
+    UnscoredEpisodeError,
+)
 from agent_env.evaluation._arms import Arm
 from agent_env.evaluation._calls import ACCEPTED, run_call
 from agent_env.evaluation._messages import tool_message
@@ -256,6 +262,12 @@ class Player:
             else:
                 record.error = self.client.scrub(environment_failure(error))
                 faults[unscored_fault(error)] += 1
+        except (
+            CallTimeoutError
+        ) as error:  # a call outside the model's (its simulated user's reply) out of time
+            record.ended_by = "error"
+            record.error = self.client.scrub(f"{type(error).__name__}: {error}")
+            faults[error.code] += 1
         except Exception as error:  # the environment (reset, reward, its provider) failed: this episode only
             record.ended_by = "error"
             record.error = self.client.scrub(environment_failure(error))

@@ -419,7 +419,9 @@ class OpenEnvSession(Session):
         if code in _REFUSALS:  # the server closes the connection after these
             self._drop(f"{refusal}; call reset(...) to open another session")
         if action == "reset" and code == wire.EXECUTION_ERROR:
-            if reply["data"].get("error_type") == wire.TOOL_TIMEOUT:  # an agent_env server's reset out of time
+            if (
+                reply["data"].get("error_type") == wire.TOOL_TIMEOUT
+            ):  # an agent_env server's reset out of time
                 raise CallTimeoutError(str(refusal))
             raise ResetError(str(refusal))
         raise refusal

@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-
 import pytest
 
 from agent_env import CallTimeoutError, EpisodeEndedError, LocalProvider, TimedOutEpisodeError
@@ -95,9 +94,13 @@ def test_a_call_that_never_returns_is_read_by_the_model_and_ends_the_episode_uns
         with pytest.raises(CallTimeoutError) as late:
             session.call_tool("hang", {})
         assert CALL_TIMEOUT <= time.monotonic() - started < CALL_TIMEOUT + 3
-        assert "tool 'hang' did not finish within" in str(late.value) and "call timeout of 1 s" in str(late.value)
+        assert "tool 'hang' did not finish within" in str(late.value) and "call timeout of 1 s" in str(
+            late.value
+        )
         assert session.ended() == "tool 'hang' did not finish in time"
-        with pytest.raises(EpisodeEndedError, match=r"the episode has ended \(tool 'hang' did not finish in time\)"):
+        with pytest.raises(
+            EpisodeEndedError, match=r"the episode has ended \(tool 'hang' did not finish in time\)"
+        ):
             session.call_tool("add", {})
         with pytest.raises(TimedOutEpisodeError) as unscored:
             session.score()
@@ -119,7 +122,9 @@ def test_an_episode_past_its_budget_ends_unscored_and_the_next_one_has_its_whole
         started = time.monotonic()
         with pytest.raises(CallTimeoutError) as spent:  # an EpisodeBudgetError where the wire names it
             session.call_tool("nap", {"seconds": 0.7})
-        assert time.monotonic() - started < 0.7 + 0.5  # cut at what was left, 0.6 s (the actor's answer: +grace)
+        assert (
+            time.monotonic() - started < 0.7 + 0.5
+        )  # cut at what was left, 0.6 s (the actor's answer: +grace)
         assert "time budget of 2 s" in str(spent.value)
         with pytest.raises(TimedOutEpisodeError):
             session.reward()
@@ -151,9 +156,9 @@ def test_a_reset_that_never_returns_could_not_start_its_episode(stuck, release):
         with pytest.raises(TimedOutEpisodeError) as unscored:
             session.reset(release=release, reset_hangs=True)
         assert unscored.value.starting and "could not start" in str(unscored.value)
-        assert "reset did not finish within" in str(unscored.value) or "reset: no answer" in str(unscored.value)
+        assert "reset did not finish within" in str(unscored.value) or "reset: no answer" in str(
+            unscored.value
+        )
         Path(release).touch()
         assert session.reset().startswith("Count")
     assert eventually(lambda: stuck_calls() == 0)
-
-

@@ -118,6 +118,13 @@ def test_an_episode_runs_from_a_dataset_row_to_end_turn_with_its_reward(serve):
         ended = ask(ws, call("end_turn"))["data"]
         assert (ended["reward"], ended["done"]) == (7.0, True)
         assert ended["observation"]["result"]["data"] == "Turn ended."
+        after = ask(ws, call("add", amount=1))[
+            "data"
+        ]  # a call after the end: its error, and the reward again
+        assert (after["reward"], after["done"]) == (7.0, True)
+        assert after["observation"]["error"]["message"].startswith(
+            "tool 'add' was not run: the episode has ended"
+        )
         assert (
             ask(ws, {"type": "reset", "data": {"seed": 1}})["data"]["observation"]["text"]
             == "counter starts at 1"
