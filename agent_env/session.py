@@ -537,12 +537,7 @@ def refused_row(error: BaseException) -> bool:
     """Whether `error`, an episode that failed to start, is its row's being refused (`REFUSED_ROW` from the
     environment's `reset`) rather than the environment's own code failing: a server logs the one in a line, the
     other with its traceback."""
-    return (
-        isinstance(error, UnscoredEpisodeError)
-        and error.starting
-        and isinstance(error.cause, REFUSED_ROW)
-        and not isinstance(error.cause, AgentEnvError)
-    )
+    return isinstance(error, UnscoredEpisodeError) and error.starting and isinstance(error.cause, REFUSED_ROW)
 
 
 def timed_out_episode(

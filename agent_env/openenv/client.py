@@ -35,7 +35,7 @@ from agent_env.errors import (
 from agent_env.openenv import _wire as wire
 from agent_env.openenv._transport import Connection, Transport, WebSocketTransport, base_url
 from agent_env.schema._validator import short
-from agent_env.server.capacity import DEFAULT_CAPACITY_WAIT, check_wait, with_room
+from agent_env.server.capacity import DEFAULT_CAPACITY_WAIT, check_wait, while_full, with_room
 from agent_env.server.errors import (
     DatasetNotFoundError,
     EpisodeNotFoundError,
@@ -156,6 +156,11 @@ class OpenEnvProvider:
         """Nothing to free in this process: each session holds (and closes) its own connection."""
 
     def _list_tools(self) -> list[Any]:
+        return while_full(
+            self._list_tools_once, wait=self.capacity_wait
+        )  # a full server refuses the listing too
+
+    def _list_tools_once(self) -> list[Any]:
         connection = self.transport.connect()
         try:
             reply = exchange(

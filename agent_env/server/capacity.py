@@ -34,9 +34,7 @@ def with_room(
     episode: str,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """`open_episode()`, asked again while the server is full, within `wait` seconds in all (each pause the server's
-    `Retry-After`, or `DEFAULT_RETRY_AFTER`, plus up to half of it at random, so that clients refused together do not
-    ask together again).
+    """`open_episode()`, asked again while the server is full (`while_full`), within `wait` seconds in all.
 
     Args:
         open_episode: Opens the episode; raises `TooManyEpisodesError` when the server has no room.
@@ -50,14 +48,24 @@ def with_room(
             the episode never started, and says nothing of the model, so a trainer leaves it out and an evaluation
             counts it (`too_many_episodes`).
     """
+    try:
+        return while_full(open_episode, wait=wait, sleep=sleep)
+    except TooManyEpisodesError as full:
+        raise no_room(full, wait, environment=environment, episode=episode) from full
+
+
+def while_full(attempt: Callable[[], T], *, wait: float, sleep: Callable[[float], None] = time.sleep) -> T:
+    """`attempt()`, asked again while it raises `TooManyEpisodesError`, within `wait` seconds in all: each pause the
+    server's `Retry-After` (or `DEFAULT_RETRY_AFTER`), plus up to half of it at random, so that clients refused
+    together do not ask together again. Past `wait`, the last refusal is raised."""
     give_up = time.monotonic() + wait
     while True:
         try:
-            return open_episode()
+            return attempt()
         except TooManyEpisodesError as full:
             left = give_up - time.monotonic()
             if left <= 0:
-                raise no_room(full, wait, environment=environment, episode=episode) from full
+                raise
             pause = full.retry_after if full.retry_after is not None else DEFAULT_RETRY_AFTER
             sleep(min(left, pause * (1 + random.random() / 2)))
 
@@ -88,4 +96,4 @@ def check_wait(wait: float) -> None:
         raise ValueError(f"capacity_wait must be 0 or more seconds (0: ask once), not {wait!r}")
 
 
-__all__ = ["DEFAULT_CAPACITY_WAIT", "check_wait", "no_room", "with_room"]
+__all__ = ["DEFAULT_CAPACITY_WAIT", "check_wait", "no_room", "while_full", "with_room"]

@@ -325,6 +325,13 @@ def test_past_the_servers_capacity_a_reset_waits_for_room_on_a_new_connection():
     assert len(server.sent) == 3  # the listing's connection, the refused one, a new one
 
 
+def test_a_full_server_is_asked_again_for_the_tool_listing_too():
+    answers = iter([CAPACITY_REACHED, RECORDED["0.10.0"]["list_tools"]])
+    server = Scripted(lambda message: next(answers))
+    assert [tool["name"] for tool in provider(server).tools()][-1] == "end_turn"
+    assert len(server.sent) == 2  # the refused connection, and a new one
+
+
 def test_a_server_still_full_past_the_wait_fails_the_reset_as_an_infrastructure_error_and_the_next_reconnects():
     answers = iter([RECORDED["0.10.0"]["list_tools"], CAPACITY_REACHED, RECORDED["0.10.0"]["reset"]])
     server = Scripted(lambda message: next(answers))
