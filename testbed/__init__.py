@@ -5,6 +5,7 @@ Neither `tst/` nor `bench/` is imported from here, and `bench/` imports nothing 
 on `sys.path` (pytest's `pythonpath`, or `PYTHONPATH=.`), and the processes they start get the root the same way.
 
 - `toy`: ToyDesk, a small environment with the desk's argument shape, and its valid and malformed calls.
+- `stuck`: StuckDesk, whose tools nap or never return (until released), for the deadline tests on every provider.
 - `scripted`: an OpenAI-compatible server whose every reply a script decides.
 - `scripted_mcp`: a real MCP server (the official SDK's, over stdio) that misbehaves on request; run as a script.
 - `venvs`: third-party packages that cannot be installed beside agent_env, in venvs of their own built by uv.

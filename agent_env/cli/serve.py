@@ -14,6 +14,7 @@ from agent_env.errors import AgentEnvError
 from agent_env.server.limits import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
+    DEFAULT_EPISODE_BUDGET,
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_HOST,
     DEFAULT_IDLE_TIMEOUT,
@@ -61,6 +62,9 @@ def serve(
     call_timeout: Annotated[
         float, typer.Option(help="Seconds a reset, tool call or reward may run.")
     ] = DEFAULT_CALL_TIMEOUT,
+    episode_budget: Annotated[
+        float, typer.Option(help="Seconds all of one episode's calls may run together.")
+    ] = DEFAULT_EPISODE_BUDGET,
     max_body_bytes: Annotated[
         int, typer.Option(help="Largest request body accepted; larger gets 413.")
     ] = DEFAULT_MAX_BODY_BYTES,
@@ -136,6 +140,7 @@ def serve(
             max_episodes=max_episodes,
             idle_timeout=idle_timeout,
             call_timeout=call_timeout,
+            episode_budget=episode_budget,
             log_level=log_level,
             mcp_row=parse_row(mcp_row),
             header_timeout=header_timeout,

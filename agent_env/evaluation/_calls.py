@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from agent_env.errors import (
+    CallTimeoutError,
     EpisodeStateError,
     RemoteError,
     ToolArgumentError,
@@ -26,9 +27,10 @@ ACCEPTED = "accepted"
 MALFORMED = ("invalid_arguments", "not_json", "unknown_tool", "unsupported_type")
 """Verdicts on calls that are not well formed: a name no tool has, arguments that are not JSON or break the
 published schema, a call of another type than "function"."""
-REFUSED = ("tool_error", "episode_state", "error")
+REFUSED = ("tool_error", "episode_state", "error", "timeout")
 """Verdicts on well-formed calls that the environment refused: a `ToolError` (the tool's own check), a call after
-the episode ended, anything else a tool raised."""
+the episode ended, anything else a tool raised, a call that did not finish in time (`CallTimeoutError`: past its
+call timeout or its episode's time budget; the episode then ends, unscored)."""
 VERDICTS = (ACCEPTED, *MALFORMED, *REFUSED)
 
 
@@ -64,7 +66,9 @@ async def run_call(
     would stall every other episode; an async one is awaited.
 
     Raises:
-        RemoteError: The environment's host or server failed (not the model): its episode ends, unscored.
+        RemoteError: The environment's host or server failed (not the model): its episode ends, unscored. A call that
+            did not finish in time is told to the model instead (verdict `timeout`), as TRL tells it; its episode
+            has ended, and its reward raises `TimedOutEpisodeError`.
 
     Args:
         session: The episode's session.
@@ -86,6 +90,8 @@ async def run_call(
         else:
             blocking = partial(session.call_tool, call.name, arguments)
             result = await asyncio.get_running_loop().run_in_executor(executor, blocking)
+    except CallTimeoutError as error:  # the model reads it, as under TRL; the episode has ended, unscored
+        return CallOutcome("timeout", tool_text(error=error))
     except RemoteError:  # the environment's host or server failed, not the model: the episode ends, unscored
         raise
     except Exception as error:  # TRL catches every Exception a tool raises and tells the model

@@ -34,7 +34,13 @@ from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from agent_env.errors import ModelEndpointError, UnknownToolError, UnscoredEpisodeError
+from agent_env.errors import (
+    CallTimeoutError,
+    ModelEndpointError,
+    ProviderError,
+    UnknownToolError,
+    UnscoredEpisodeError,
+)
 from agent_env.evaluation._arms import Arm
 from agent_env.evaluation._calls import ACCEPTED, run_call
 from agent_env.evaluation._messages import tool_message
@@ -255,7 +261,13 @@ class Player:
                 faults.update(cause.faults)
             else:
                 record.error = self.client.scrub(environment_failure(error))
-                faults[error.code if error.infrastructure else ENVIRONMENT_ERROR] += 1
+                faults[unscored_fault(error)] += 1
+        except (
+            CallTimeoutError
+        ) as error:  # a call outside the model's (its simulated user's reply) out of time
+            record.ended_by = "error"
+            record.error = self.client.scrub(f"{type(error).__name__}: {error}")
+            faults[error.code] += 1
         except Exception as error:  # the environment (reset, reward, its provider) failed: this episode only
             record.ended_by = "error"
             record.error = self.client.scrub(environment_failure(error))
@@ -405,12 +417,21 @@ def services_faults(breakdown: Mapping[str, Any] | None) -> dict[str, int]:
     }
 
 
+def unscored_fault(error: UnscoredEpisodeError) -> str:
+    """The fault an episode its environment could not score is counted as: where it ran failing, by that failure's
+    code (a call out of time, `call_timeout` or `episode_budget`; a full server, `too_many_episodes`), another
+    service by the error's own code (`infrastructure_failed`), the environment's code failing `environment_error`."""
+    if not error.infrastructure:
+        return ENVIRONMENT_ERROR
+    return error.cause.code if isinstance(error.cause, ProviderError) else error.code
+
+
 def environment_failure(error: Exception) -> str:
     """Why an episode whose environment failed ended, as its record says it: an episode the environment could not
-    score (`UnscoredEpisodeError`) by what failed, without the episode's own name (the record is the episode's, and
-    episodes that fail alike are counted together); anything else by what was raised."""
+    start or score (`UnscoredEpisodeError`) by what failed, without the episode's own name (the record is the
+    episode's, and episodes that fail alike are counted together); anything else by what was raised."""
     if isinstance(error, UnscoredEpisodeError) and error.environment:
-        return f"{error.environment} could not score it: {error.why}"
+        return f"{error.environment} could not {'start' if error.starting else 'score'} it: {error.why}"
     if isinstance(error, UnscoredEpisodeError):
         return str(error)
     return f"the environment raised {type(error).__name__}: {error}"

@@ -23,6 +23,7 @@ from agent_env.server._mcp import McpEndpoint
 from agent_env.server.limits import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
+    DEFAULT_EPISODE_BUDGET,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_BODY_VALUES,
@@ -47,6 +48,7 @@ def build_app(
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     mcp_idle_timeout: float | None = DEFAULT_MCP_IDLE_TIMEOUT,
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    episode_budget: float | None = DEFAULT_EPISODE_BUDGET,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] | None = LOOPBACK_ORIGINS,
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
@@ -74,6 +76,8 @@ def build_app(
         mcp_idle_timeout: Seconds an MCP session may go without a request before it ends and its episode is closed
             (clients that never send DELETE hold them no longer); None keeps them.
         call_timeout: Seconds one reset, tool call or reward may run before it fails and its episode is closed.
+        episode_budget: Seconds all of one episode's calls may run together; the call running when it runs out
+            fails (`EpisodeBudgetError`) and the episode is closed. None: no limit.
         allowed_hosts: The Host headers answered (`name:*`: any port); others get 421. None answers any.
         allowed_origins: The browser origins let in (`scheme://name:*`: any port; `*`: any); a request with
             another `Origin` gets 403, one without (not from a browser) is let in. Default: loopback pages only.
@@ -112,6 +116,7 @@ def build_app(
         idle_timeout=idle_timeout,
         mcp_idle_timeout=mcp_idle_timeout,
         call_timeout=call_timeout,
+        episode_budget=episode_budget,
         allowed_hosts=tuple(allowed_hosts) if allowed_hosts is not None else None,
         allowed_origins=tuple(allowed_origins) if allowed_origins is not None else None,
         body_timeout=body_timeout,

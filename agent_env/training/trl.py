@@ -72,8 +72,9 @@ class TRLEnvironment:
         of its own (see `own_paragraph`).
 
         An episode whose environment could not start it (an `UnscoredEpisodeError`: its `reset` or `setup` raised,
-        or returned what TRL cannot append to the prompt: not a string, None or a list of content parts) does not
-        stop the trainer: no observation is returned, and `get_reward` scores it by `unscored_reward`.
+        or returned what TRL cannot append to the prompt: not a string, None or a list of content parts; it did not
+        finish in time; a full server had no room for it) does not stop the trainer: no observation is returned,
+        and `get_reward` scores it by `unscored_reward`.
         """
         self._outcome = None
         try:
@@ -81,15 +82,18 @@ class TRLEnvironment:
             checked_observation(observation)  # as every agent_env session checks it, for any other
         except UnscoredEpisodeError as error:
             self._outcome = error.named(
-                type(self).__name__, episode_label(row, f"in its {type(self._session).__name__}")
+                type(self).__name__,
+                episode_label(row, f"in its {type(self._session).__name__}"),
+                starting=True,
             )
             return None
         return own_paragraph(observation, row)
 
     def get_reward(self) -> float | None:
         """The episode's reward (ending the episode first if the model never called end_turn); for an episode that
-        could not be scored, what `unscored_reward` makes of it (0.0, or None for an infrastructure failure), with
-        one warning, never an exception that would stop the trainer's step."""
+        could not be scored, what `unscored_reward` makes of it (0.0, or None for an infrastructure failure and for
+        an episode a call of which did not finish in time), with one warning, never an exception that would stop the
+        trainer's step."""
         outcome = self._scored()
         return outcome.reward if isinstance(outcome, Score) else unscored_reward(outcome)
 

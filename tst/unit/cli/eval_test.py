@@ -213,6 +213,9 @@ def test_the_recovery_rate_says_it_counts_every_failed_call_as_the_readme_does(t
         (["--max-tokens", "0"], "--max-tokens"),
         (["--temperature", "-0.5"], "--temperature"),
         (["--top-p", "1.5"], "--top-p"),
+        (["--call-timeout", "0"], "--call-timeout"),
+        (["--episode-budget", "-3"], "--episode-budget"),
+        (["--capacity-wait", "-1"], "--capacity-wait"),
     ],
 )
 def test_meaningless_numbers_are_refused_when_the_options_are_read_naming_the_option(arguments, option):
@@ -220,6 +223,35 @@ def test_meaningless_numbers_are_refused_when_the_options_are_read_naming_the_op
     assert result.exit_code == 2
     assert f"Invalid value for '{option}'" in result.stderr
     assert "cannot reach" not in result.stderr
+
+
+def test_the_call_timeout_and_the_episode_budget_bound_an_environment_in_this_process(tmp_path):
+    def hangs(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        return Answer(completion(tool_calls=[call("hang", {})] if not tool_results(body) else None))
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": "Task 0: count.", "release": str(tmp_path / "release")}) + "\n")
+    with scripted(hangs) as server:
+        result = invoke(
+            "testbed.stuck:StuckDesk", "--base-url", server.url, "--rows", str(rows), "--out",
+            str(tmp_path / "r.jsonl"), "--call-timeout", "0.3", "--episode-budget", "5", "--json",
+        )  # fmt: skip
+    (tmp_path / "release").touch()
+    assert result.exit_code == 1, result.output  # no episode was scored
+    (episode,) = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
+    assert (episode["ended_by"], episode["faults"]) == ("error", {"call_timeout": 1})
+    assert "did not finish within its call timeout of 0.3 s" in episode["transcript"][-1]["content"]
+
+
+def test_a_served_environments_deadlines_are_its_servers_and_refused_here():
+    result = invoke("http://127.0.0.1:9", "--call-timeout", "5", "--episode-budget", "60")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "agent-env eval: http://127.0.0.1:9's server bounds its episodes' calls: give --call-timeout and "
+        "--episode-budget to `agent-env serve` there"
+    )
+    local = invoke(TOY, "--capacity-wait", "5")
+    assert local.exit_code == 2 and "--capacity-wait is for a served environment (a URL)" in local.stderr
 
 
 def test_extra_body_that_is_not_json_names_the_option(tmp_path):

@@ -85,7 +85,7 @@ def test_a_body_that_does_not_arrive_in_time_gets_408_and_the_connection_is_clos
         b'timeout of 0.5 s; send it at once"}}'
     )
     assert 0.4 < took < 5
-    assert httpx.get(f"{slow_limits}/health").json() == {"status": "ok", "episodes": 0}
+    assert httpx.get(f"{slow_limits}/health").json()["episodes"] == 0
 
 
 def test_a_keep_alive_connection_serves_requests_that_arrive_in_time(slow_limits):
@@ -218,7 +218,7 @@ def test_a_request_two_readers_could_read_two_ways_is_refused_and_runs_nothing(
         sock.sendall(request_bytes)
         received, _ = read_all(sock)
     assert received.startswith(b"HTTP/1.1 400 ")
-    assert httpx.get(f"{slow_limits}/health").json() == {"status": "ok", "episodes": live}
+    assert httpx.get(f"{slow_limits}/health").json()["episodes"] == live
 
 
 def test_pipelined_requests_are_answered_in_order(slow_limits):

@@ -505,7 +505,7 @@ def test_a_reset_observation_trl_cannot_take_is_the_environments_failure_scored_
         assert environment.get_reward() == 0.0
     (warning,) = [record for record in caplog.records if record.name == "agent_env.training"]
     assert warning.getMessage().startswith(
-        'agent_env: Quiet could not score the episode of task_id="t9" (in its OwnSession): its reset returned 42 '
+        'agent_env: Quiet could not start the episode of task_id="t9" (in its OwnSession): its reset returned 42 '
         "(an int), not an observation TRL can append to the prompt"
     )
 
