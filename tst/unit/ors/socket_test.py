@@ -21,7 +21,7 @@ from tst.unit.server.running import running
 
 @pytest.fixture(scope="module")
 def chatty() -> Iterator[str]:
-    with running(build_app(Chatty, surfaces=[ORSSurface()], idle_timeout=1.5)) as url:
+    with running(build_app(Chatty, surfaces=[ORSSurface()], idle_timeout=3.0)) as url:
         yield url
 
 
@@ -70,12 +70,13 @@ def test_a_client_that_hangs_up_mid_stream_leaves_the_server_up_and_no_episode_b
         json={"name": "nap", "input": {"seconds": 0.5}, "task_id": task_id},
         headers={wire.SESSION_HEADER: sid},
     )
+    assert again.status_code == 200, again.text
     assert wire.read_result(events(again.text)[-1][1]).blocks[0]["text"] == "rested"
     # and a client that never comes back holds its episode no longer than the idle timeout
     deadline = time.monotonic() + 10
     while httpx.get(f"{chatty}/health").json()["episodes"] and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert httpx.get(f"{chatty}/health").json() == {"status": "ok", "episodes": 0}
+    assert httpx.get(f"{chatty}/health").json()["episodes"] == 0
     assert httpx.post(f"{chatty}/ping", headers={wire.SESSION_HEADER: sid}).status_code == 404
 
 
@@ -101,7 +102,7 @@ def test_many_clients_hanging_up_at_once_take_nothing_down(chatty, streamed):
         thread.join()
     for sid in sids:
         assert httpx.post(f"{chatty}/delete", headers={wire.SESSION_HEADER: sid}).status_code == 200
-    assert httpx.get(f"{chatty}/health").json() == {"status": "ok", "episodes": 0}
+    assert httpx.get(f"{chatty}/health").json()["episodes"] == 0
 
 
 def test_agent_env_ors_on_an_agent_env_server_publishes_byte_for_byte_and_scores_as_in_process(toy):
