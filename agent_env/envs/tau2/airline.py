@@ -6,8 +6,9 @@ same order, with the same messages; the same changes to the database (a flight c
 cancellation releases none); the clock fixed at 2024-05-15 15:00:00. What differs is deliberate: every tool
 publishes its full schema, and a call is checked against it before the tool runs (unknown keys, missing fields, a
 cabin that is none of the three, a number that is not whole are refused, naming the JSON path; tau2-bench would
-ignore an unknown key or fail inside the tool). And `calculate` refuses a computation too large to finish rather than
-hanging the process.
+ignore an unknown key or fail inside the tool). `calculate` refuses a computation too large to finish rather than
+hanging the process. And a call that fails changes nothing (tau2-bench keeps what a call changed before it failed:
+a seat taken, a gift card drawn down), as every domain's calls run (`Tau2Environment.transaction`).
 """
 
 from __future__ import annotations
@@ -236,7 +237,7 @@ class Tau2Airline(Tau2Environment):
             method = owner.payment_methods.get(part.payment_id)
             if method is None:
                 # A certificate listed twice: the first use took it. tau2-bench fails here on a missing key, with
-                # the payments before it already taken, and so does this.
+                # the payments before it already taken (which it keeps); here the failure undoes them.
                 raise ToolError(repr(part.payment_id))
             if isinstance(method, GiftCard):
                 method.amount -= part.amount
@@ -380,7 +381,7 @@ class Tau2Airline(Tau2Environment):
 
     @tool
     def transfer_to_human_agents(self, summary: str) -> str:
-        """Transfer the user to a human agent, with a summary of their issue; this ends the conversation. Only when the user explicitly asks for a human agent, or when their request cannot be handled within the policy and your tools.
+        """Transfer the user to a human agent, with a summary of their issue, then tell the user (the policy says how). Only when the user explicitly asks for a human agent, or when their request cannot be handled within the policy and your tools.
 
         Args:
             summary: The user's issue and what has been done so far, for the human agent.

@@ -541,10 +541,11 @@ def test_reads_return_tau2_benchs_text(airline: Tau2Airline) -> None:
     assert len(airports) == 20 and airports[0] == {"iata": "SFO", "city": "San Francisco"}
 
 
-def test_transferring_ends_the_episode_as_the_agent_stopping(airline: Tau2Airline) -> None:
+def test_transferring_only_answers_and_the_episode_goes_on_as_upstreams(airline: Tau2Airline) -> None:
     episode = Episode()
     assert episode.call("transfer_to_human_agents", summary="Wants a human.") == "Transfer successful"
-    assert episode.session.ended() is not None and episode.env.termination == "agent_stop"
+    assert episode.session.ended() is None and episode.env.termination is None
+    assert episode.env.chat is not None and episode.env.chat.transferred
 
 
 # Failures: tau2-bench's words, in its order, and the database left as it was.
@@ -617,7 +618,7 @@ def test_the_fourth_booking_and_certificate_are_refused(airline: Tau2Airline, or
     assert sorted(episode.env.db.reservations.changed()) == ["HATHAT", "HATHAU", "HATHAV"]
 
 
-def test_a_certificate_paid_with_twice_fails_after_taking_what_came_before_it_as_tau2_bench_does(
+def test_a_certificate_paid_with_twice_fails_and_changes_nothing_where_tau2_bench_keeps_what_came_before_it(
     airline: Tau2Airline,
 ) -> None:
     db = airline.data.base
@@ -633,11 +634,29 @@ def test_a_certificate_paid_with_twice_fails_after_taking_what_came_before_it_as
         {"payment_id": arguments["payment_methods"][0]["payment_id"], "amount": price - 3},
     ]
     episode = Episode()
-    assert episode.fails("book_reservation", **arguments) == repr(certificate)
-    user = episode.env.db.users[user_id]
-    assert certificate not in user.payment_methods
-    assert user.payment_methods[gift].amount == db.users[user_id].payment_methods[gift].amount - 1
-    assert episode.env.db.changed() == {"users": {user_id}}  # no reservation, no seat taken
+    assert episode.fails("book_reservation", **arguments) == repr(certificate)  # tau2-bench's words
+    # tau2-bench has drawn the gift card down and used the certificate up by then, and keeps both; here the failed
+    # call changes nothing.
+    assert episode.env.db.changed() == {}
+
+
+def test_a_count_too_large_to_store_is_the_models_error_in_tau2_benchs_words_and_changes_nothing(
+    airline: Tau2Airline,
+) -> None:
+    # The case: total_baggages=1e308 (an integer to the schema) took a seat and drew a gift card down before
+    # the reservation refused it, and the call failed as a 500.
+    db = airline.data.base
+    assert isinstance(db, AirlineDB)
+    user_id = some_user(db, certificates=0, gift_cards=1)
+    arguments = booking(db, user_id, count=1)
+    arguments["total_baggages"] = 1e308
+    episode = Episode()
+    with pytest.raises(ToolError) as refused:
+        episode.session.call_tool("book_reservation", arguments)
+    assert type(refused.value) is ToolError  # the model's error, not the tool's failure (ToolFailedError)
+    assert str(refused.value).startswith("1 validation error for Reservation\ntotal_baggages\n")
+    assert episode.env.db.changed() == {} and episode.env.errors == 1
+    assert episode.last().result == f"Error: {refused.value}"  # what tau2-bench's agent reads
 
 
 # calculate: Python's arithmetic, bounded.
