@@ -100,6 +100,9 @@ class Tau2Environment(UserChat, Environment):
     store: ClassVar[type[Store]] = Store
     user_side: ClassVar[type[UserSide] | None] = None
     user_base_model: ClassVar[type[BaseModel] | None] = None
+    _undo_failures: ClassVar[bool] = True
+    """Whether what a failed call changed is undone: always, but where bench/tau2_upstream.py holds the tools' own
+    behaviour to tau2-bench's, which keeps it."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -260,16 +263,21 @@ class Tau2Environment(UserChat, Environment):
         try:
             result = run()
         except (ValidationError, ArithmeticError) as error:
-            for store in stores:
-                store.undo()
+            self._close(stores, undo=self._undo_failures)
             raise ToolError(str(error) or type(error).__name__) from None
         except BaseException:
-            for store in stores:
-                store.undo()
+            self._close(stores, undo=self._undo_failures)
             raise
-        for store in stores:
-            store.release()
+        self._close(stores, undo=False)
         return result
+
+    @staticmethod
+    def _close(stores: list[Store], *, undo: bool) -> None:
+        for store in stores:
+            if undo:
+                store.undo()
+            else:
+                store.release()
 
     # What tasks call directly: their actions, replays, helpers and assertions.
 

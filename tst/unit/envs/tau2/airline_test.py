@@ -687,6 +687,13 @@ def test_calculate_refuses_whole_numbers_too_large_to_compute(expression: str) -
         calculate(expression)
 
 
+def test_calculate_refuses_an_expression_too_deep_to_parse_in_words_the_model_can_use() -> None:
+    # Python 3.11's parser raises a MemoryError with no message at all, which the model read as an empty refusal.
+    with pytest.raises(ToolError) as refused:
+        calculate("-" * 100000 + "1")
+    assert str(refused.value) == "Parser stack overflowed - Python source too complex to parse"
+
+
 # The published schema, and calls that break it.
 
 
