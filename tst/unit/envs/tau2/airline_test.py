@@ -145,6 +145,55 @@ def test_every_tasks_reference_actions_score_1_and_change_the_database_exactly_w
         assert (oracle(episode.env.db) != base_dumps) == writes, task.id
 
 
+# A transfer only answers, as upstream's: what the agent does after it is scored.
+
+
+def transferred(task: Task, calls: list[dict[str, Any]], at: int, after: list[dict[str, Any]]) -> Any:
+    """`calls` with a transfer at `at`, then `after`; then the transfer said to the user, with what the task wants
+    said, whose marker ends the episode. Its score."""
+    episode = Episode(task.id)  # its user answers OK to anything, unless transferred
+    for call in [*calls[:at], TRANSFER_CALL, *calls[at:], *after]:
+        with contextlib.suppress(ToolError):
+            episode.session.call_tool(call["name"], call["arguments"])
+    info = task.evaluation_criteria.communicate_info if task.evaluation_criteria else None
+    said = "; ".join(info or []) + " YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
+    assert episode.call("message_user", message=said) == "###TRANSFER###"
+    return episode.session.score()
+
+
+TRANSFER_CALL = {"name": "transfer_to_human_agents", "arguments": {"summary": "The user asks for a human."}}
+
+
+def test_transferring_halfway_then_finishing_the_task_scores_1_on_every_airline_task(
+    airline: Tau2Airline,
+) -> None:
+    # Upstream scores 1 on 50 of 50 airline tasks; an episode that ended at the transfer scored 0 on 27.
+    for task in tasks(airline):
+        calls = actions(task)
+        score = transferred(task, calls, len(calls) // 2, [])
+        assert score.reward == 1.0, (task.id, score.breakdown)
+        assert score.breakdown["termination"] == "user_stop"
+
+
+def test_a_write_after_a_transfer_is_scored_on_every_airline_task_as_task_13_shows(
+    airline: Tau2Airline,
+) -> None:
+    # Task 13's shape: transfer, then cancel another reservation. Upstream scores 0; an episode that refused calls
+    # after the transfer scored 1.
+    db = airline.data.base
+    assert isinstance(db, AirlineDB)
+    for task in tasks(airline):
+        named = json.dumps(task.model_dump())
+        other = next(
+            key for key, r in db.reservations.items() if r.status != "cancelled" and key not in named
+        )
+        cancel = {"name": "cancel_reservation", "arguments": {"reservation_id": other}}
+        calls = actions(task)
+        score = transferred(task, calls, len(calls), [cancel])
+        assert score.reward == 0.0 and score.breakdown["parts"]["DB"]["reward"] == 0.0, task.id
+        assert other in score.breakdown["parts"]["DB"]["changed"]["reservations"]
+
+
 # COMMUNICATE: what the agent must say.
 
 
