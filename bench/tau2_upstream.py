@@ -82,7 +82,7 @@ from agent_env.errors import AgentEnvError, ToolArgumentError
 from agent_env.session import LocalSession
 from agent_env.users import ASIDE, STOP, ScriptedUser
 from bench._tau2_played import Player, plans, scripts, upstream_messages
-from bench._tau2_sequences import FUZZ, Call, Step, episodes, reference, variants
+from bench._tau2_sequences import FUZZ, Call, Step, episodes, failing_after_changes, reference, variants
 
 ENVIRONMENTS: dict[str, type[Tau2Environment]] = {
     "airline": Tau2Airline,
@@ -343,7 +343,7 @@ class Tally:
         counts[error] += 1
         if error:
             self.both_failed += 1
-            kind = f"{name}: {IDS.sub('…', text)}"
+            kind = f"{name}: {IDS.sub('…', text.splitlines()[0] if text else text)}"
             self.failures[kind] = self.failures.get(kind, 0) + 1
         else:
             self.both_ok += 1
@@ -456,6 +456,7 @@ def compare_tools(domain: str, upstream: Upstream, fuzz: int, seed: int, tally: 
     for number in range(fuzz):
         task_id = rng.choice([task.id for task in tasks]) if domain == "mock" else rng.choice(plain)
         sequences.append((f"fuzzed sequence {number} (task {task_id})", task_id, FUZZ[domain](base, rng)))
+    sequences += [(label, plain[0], calls) for label, calls in failing_after_changes(domain, base)]
     started = time.perf_counter()
     kept = Ours(domain, keep=True)
     for number, (label, task_id, calls) in enumerate(sequences, 1):

@@ -204,13 +204,31 @@ class Tau2Airline(Tau2Environment):
         reservation_id = next((key for key in NEW_RESERVATION_IDS if key not in self.db.reservations), None)
         if reservation_id is None:
             raise ToolError("Too many reservations")
+        # The reservation is made first, as tau2-bench makes it: a count its model cannot hold (1e308 bags) fails
+        # here, before any check of the flights or the payments.
+        reservation = Reservation(
+            reservation_id=reservation_id,
+            user_id=user_id,
+            origin=origin,
+            destination=destination,
+            flight_type=flight_type,
+            cabin=cabin,
+            flights=[],
+            passengers=[passenger.model_copy() for passenger in passengers],
+            payment_history=[
+                Payment(payment_id=part.payment_id, amount=part.amount) for part in payment_methods
+            ],
+            created_at=NOW,
+            total_baggages=total_baggages,  # type: ignore[arg-type]  # validated: 2.0 becomes 2, as there
+            nonfree_baggages=nonfree_baggages,  # type: ignore[arg-type]
+            insurance=insurance,
+        )
         count = len(passengers)
-        booked: list[ReservationFlight] = []
         price: int | float = 0
         for leg in flights:
             flight, on_date = self._bookable(leg, cabin, count)
             fare = on_date.prices[cabin]
-            booked.append(
+            reservation.flights.append(
                 ReservationFlight(
                     flight_number=leg.flight_number,
                     origin=flight.origin,
@@ -243,27 +261,10 @@ class Tau2Airline(Tau2Environment):
                 method.amount -= part.amount
             elif isinstance(method, Certificate):
                 del owner.payment_methods[part.payment_id]
-        for taken in booked:
+        for taken in reservation.flights:
             seats = self.db.flights.edit(taken.flight_number).dates[taken.date]
             assert isinstance(seats, AvailableDate)
             seats.available_seats[cabin] -= count
-        reservation = Reservation(
-            reservation_id=reservation_id,
-            user_id=user_id,
-            origin=origin,
-            destination=destination,
-            flight_type=flight_type,
-            cabin=cabin,
-            flights=booked,
-            passengers=[passenger.model_copy() for passenger in passengers],
-            payment_history=[
-                Payment(payment_id=part.payment_id, amount=part.amount) for part in payment_methods
-            ],
-            created_at=NOW,
-            total_baggages=total_baggages,  # type: ignore[arg-type]  # validated: 2.0 becomes 2, as there
-            nonfree_baggages=nonfree_baggages,  # type: ignore[arg-type]
-            insurance=insurance,
-        )
         self.db.reservations.insert(reservation_id, reservation)
         owner.reservations.append(reservation_id)
         return tool_text(reservation)

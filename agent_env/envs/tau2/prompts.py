@@ -159,6 +159,8 @@ def _read(data_dir: str | os.PathLike[str] | None, named: bool) -> Prompts:
     source = f"read from {named_root(data_dir)}" if named else f"downloaded at commit {COMMIT[:12]}"
     if changed:
         source += f" (not the pinned commit's: {', '.join(changed)})"
+    elif named:
+        source += f" (commit {COMMIT[:12]}'s files)"
     return Prompts(
         agent_instruction=constants["AGENT_INSTRUCTION"],
         agent_frame=frame,

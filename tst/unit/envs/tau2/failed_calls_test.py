@@ -107,8 +107,9 @@ USER_TOOLS = {
 """Calls of the user's own tools, which no reference action makes, swept from the task whose inbox has mail."""
 
 
-def seeds(domain: str, tasks: list[Task]) -> Iterator[tuple[Task, list[Action], Action]]:
-    """Each call to bend: each reference action of each task after those before it; and the user's own tools."""
+def seeds(domain: str, tasks: list[Task], base: Any) -> Iterator[tuple[Task, list[Action], Action]]:
+    """Each call to bend (and to make as it is): each reference action of each task after those before it; the
+    user's own tools; and, in airline, a booking that fails after it has taken the payments before it."""
     for task in tasks:
         actions = (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
         for index, action in enumerate(actions):
@@ -117,6 +118,35 @@ def seeds(domain: str, tasks: list[Task]) -> Iterator[tuple[Task, list[Action], 
     for action in USER_TOOLS.get(domain, []):
         assert inbox is not None
         yield inbox, [], action
+    if domain == "airline":
+        yield tasks[0], [], Action(name="book_reservation", arguments=certificate_twice(base))
+
+
+def certificate_twice(db: Any) -> dict[str, Any]:
+    """A booking that lists a certificate twice, otherwise right: its gift card and the certificate are taken before
+    the second use fails (tau2-bench keeps both)."""
+    for user in db.users.values():
+        kinds = {method.source: key for key, method in user.payment_methods.items()}
+        if {"gift_card", "certificate", "credit_card"} <= set(kinds) and user.payment_methods[
+            kinds["gift_card"]
+        ].amount >= 1:
+            break
+    flight, date, fare = next(
+        (f, d, int(s.prices["economy"]))
+        for f in db.flights.values()
+        for d, s in f.dates.items()
+        if s.status == "available" and s.available_seats["economy"] > 0
+    )
+    return {
+        "user_id": user.user_id, "origin": flight.origin, "destination": flight.destination,
+        "flight_type": "one_way", "cabin": "economy", "flights": [{"flight_number": flight.flight_number, "date": date}],
+        "passengers": [{"first_name": "Ana", "last_name": "Test", "dob": "1990-01-01"}],
+        "payment_methods": [{"payment_id": kinds["gift_card"], "amount": 1},
+                            {"payment_id": kinds["certificate"], "amount": 1},
+                            {"payment_id": kinds["certificate"], "amount": 1},
+                            {"payment_id": kinds["credit_card"], "amount": fare - 3}],
+        "total_baggages": 0, "nonfree_baggages": 0, "insurance": "no",
+    }  # fmt: skip
 
 
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # a count sent as 2.5 is stored as sent
@@ -137,8 +167,9 @@ def test_every_failed_call_of_every_tool_leaves_every_table_as_it_was(domain, mo
     pool = pools(tasks)
     rng = random.Random(f"failed-calls-{domain}")
     tried, failed, tools = 0, 0, set()
-    for task, earlier, action in seeds(domain, tasks):
-        for arguments in variants(action.arguments, pool, rng):
+    base = env.provider.environment().data.base
+    for task, earlier, action in seeds(domain, tasks, base):
+        for arguments in [action.arguments, *variants(action.arguments, pool, rng)]:
             with env.open() as session:
                 session.reset(task_id=task.id)
                 episode = session.environment

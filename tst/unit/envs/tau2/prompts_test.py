@@ -203,8 +203,8 @@ def test_the_breakdown_and_so_evals_summary_say_which_texts_were_told():
         session.reset(task_id="update_task_1")
         note = session.score().breakdown["prompts_note"]
     assert note == (
-        f"prompts: τ²-bench's own, read from {SHARED}: the agent's from src/tau2/agent/llm_agent.py (sha256 "
-        "d13412ff5028)"
+        f"prompts: τ²-bench's own, read from {SHARED} (commit {COMMIT[:12]}'s files): the agent's from "
+        "src/tau2/agent/llm_agent.py (sha256 d13412ff5028)"
     )  # a scripted user is told nothing
     modelled = AgentEnv.local("tau2-mock", user={"base_url": "http://127.0.0.1:9/v1"}).provider.environment()
     assert modelled.prompts.note(True).endswith(
