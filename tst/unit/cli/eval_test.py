@@ -168,7 +168,7 @@ def test_a_placeholder_key_is_cut_from_the_servers_text_only_and_the_run_resumes
         first = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "2", key="test")
         resumed = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "3", "--resume", key="test")  # fmt: skip
     assert first.exit_code == 0 and resumed.exit_code == 0, first.output + resumed.output
-    header, *episodes = (json.loads(line) for line in out.read_text().splitlines())
+    header, *episodes, _ = (json.loads(line) for line in out.read_text().splitlines())
     assert header["split"] == "test"
     assert sorted(line["episode"] for line in episodes[:2]) == ["test/0", "test/1"]  # as each finished
     assert episodes[2]["episode"] == "test/2"  # the one the resumed run played, after them
@@ -308,7 +308,7 @@ def test_tau2_runs_the_official_protocol_with_the_users_own_endpoint_and_pass_k(
     assert result.exit_code == 0, result.output
     assert "pass^3 (tasks)" in result.stdout and "ended 3" in result.stdout
     assert {body["model"] for body, _ in user.requests} == {"user-sim"}
-    episodes = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    episodes = [json.loads(line) for line in out.read_text().splitlines()][1:-1]
     assert [episode["reward"] for episode in episodes] == [1.0, 1.0, 1.0]
     assert episodes[0]["breakdown"]["ended"] == "the user ended the conversation"
 
@@ -341,7 +341,7 @@ def test_a_model_id_the_server_lists_and_an_escaped_key_in_raw_arguments_are_scr
     assert result.exit_code == 0, result.output
     assert {body["model"] for body, _ in server.requests} == {listed}  # asked for as the server names it
     written = out.read_text()
-    header, line = (json.loads(text) for text in written.splitlines())
+    header, line, _ = (json.loads(text) for text in written.splitlines())
     assert header["model"] == "[API key]-served"
     assert json.loads(line["calls"][0]["arguments"]) == {"text": "[API key]"}
     for text in (written, result.stdout, result.stderr):
@@ -369,7 +369,7 @@ def test_an_escaped_key_in_raw_arguments_that_are_no_json_is_scrubbed_from_the_f
         result = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "1")
     assert result.exit_code == 0, result.output
     written = out.read_text()
-    _, line = (json.loads(text) for text in written.splitlines())
+    _, line, _ = (json.loads(text) for text in written.splitlines())
     assert line["calls"][0]["arguments"] == raw.replace("\\u0073" + SECRET[1:], "[API key]")
     assert line["calls"][0]["verdict"] == "not_json"
     for text in (written, result.stdout, result.stderr):
@@ -418,7 +418,7 @@ def test_rows_from_a_file_start_the_episodes_instead_of_a_splits(tmp_path):
     with scripted(toy_policy) as server:
         result = invoke(TOY, "--base-url", server.url, "--out", str(out), "--rows", str(rows))
     assert result.exit_code == 0, result.output
-    header, *episodes = (json.loads(text) for text in out.read_text().splitlines())
+    header, *episodes, _ = (json.loads(text) for text in out.read_text().splitlines())
     assert header["split"] is None and header["rows"]["count"] == 2
     assert [(line["episode"], line["task"]) for line in episodes] == [
         ("rows/0", {"task": "a"}),
