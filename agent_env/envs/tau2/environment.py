@@ -9,9 +9,11 @@ of calls and of the conversation, the limits, and the reward (`scoring.py`).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
@@ -20,16 +22,18 @@ from agent_env.environment import Environment
 from agent_env.envs.tau2.judge import Judge, JudgeSetting, judge_from
 from agent_env.envs.tau2.scoring import score
 from agent_env.envs.tau2.store import Store
-from agent_env.envs.tau2.tasks import Domain, EnvCall, HistoryMessage, Task, load_domain
+from agent_env.envs.tau2.tasks import Domain, DomainFiles, EnvCall, HistoryMessage, Task, load_domain
 from agent_env.envs.tau2.trajectory import SCORED, Call, Termination
-from agent_env.errors import ToolError, UserEndpointError
-from agent_env.tools import END_TURN, Tool, ToolSet
+from agent_env.errors import ToolDefinitionError, ToolError, UserEndpointError
+from agent_env.tools import END_TURN, Tool, ToolSet, tool
 from agent_env.users import (
     ASIDE,
     USER_CHANNEL,
     ChatMessage,
+    Scenario,
     ScriptedUser,
     User,
+    UserAction,
     UserChat,
     UserSetting,
     user_from,
@@ -44,6 +48,18 @@ Follow the policy in everything you do, and send valid JSON in every tool call.
 {policy}
 </policy>"""
 """The agent's system prompt, around the domain's policy, as tau2-bench's runs frame it."""
+
+SOLO_SYSTEM_PROMPT = """<instructions>
+You are a customer service agent working a support ticket, given below it, as the policy below allows.
+There is no user to talk to: work the ticket by calling tools only, planning the calls it needs.
+Once you consider the ticket solved, call `{stop}` alone, with no other call in the same turn.
+Follow the policy in everything you do, and send valid JSON in every tool call.
+</instructions>
+<policy>
+{policy}
+</policy>"""
+"""The agent's system prompt in solo mode (no user; the ticket is its first user turn), as tau2-bench's solo runs
+frame it."""
 
 DEFAULT_MAX_STEPS = 200
 DEFAULT_MAX_ERRORS = 10
@@ -62,6 +78,13 @@ class UserSide:
 
     def __init__(self, db: Store) -> None:
         self.db = db
+
+    @classmethod
+    def cues(cls, name: str, arguments: Mapping[str, Any]) -> tuple[tuple[str, ...], ...] | None:
+        """The words by which an agent's message asks the user to make this call of its own tools
+        (`agent_env.users.UserAction.cues`), so that a scripted user makes a task's user-side reference calls when
+        asked; None (the default) for a call a scripted user never makes."""
+        return None
 
 
 class Tau2Environment(UserChat, Environment):
@@ -85,6 +108,10 @@ class Tau2Environment(UserChat, Environment):
     store: ClassVar[type[Store]] = Store
     user_side: ClassVar[type[UserSide] | None] = None
     user_base_model: ClassVar[type[BaseModel] | None] = None
+    user_store: ClassVar[type[Store]] = Store
+    files: ClassVar[DomainFiles] = DomainFiles()
+    solo: ClassVar[bool] = False
+    """τ²-bench's solo mode: no user; the agent holds the user's tools beside its own (see `solo_environment`)."""
 
     def __init__(
         self,
@@ -96,7 +123,9 @@ class Tau2Environment(UserChat, Environment):
     ) -> None:
         if max_steps < 1 or max_errors < 1:
             raise ValueError(f"max_steps and max_errors must be at least 1; got {max_steps} and {max_errors}")
-        self.data: Domain = load_domain(self.domain, self.base_model, self.user_base_model, data_dir)
+        self.data: Domain = load_domain(
+            self.domain, self.base_model, self.user_base_model, data_dir, files=self.files
+        )
         self.user: User = user_from(user)
         self.judge: Judge | None = judge_from(judge)
         self.max_steps, self.max_errors = max_steps, max_errors
@@ -118,10 +147,10 @@ class Tau2Environment(UserChat, Environment):
         A scripted user's opening is known without a model, so it is in the row. Any other user (a model) opens
         when the episode starts: the row's user turn is empty, `reset` asks the user and returns its opening, and
         TRL (like `agent-env eval`) puts it in that turn, so each episode gets its own."""
-        fixed = isinstance(self.user, ScriptedUser)
+        fixed = isinstance(self.user, ScriptedUser) or self.solo
         return [
             {
-                "prompt": self.prompt(task, self.user.opening(task.scenario()) if fixed else ""),
+                "prompt": self.prompt(task, self.opening(task) if fixed else ""),
                 "task_id": task.id,
             }
             for task in self.data.split(split)
@@ -129,9 +158,52 @@ class Tau2Environment(UserChat, Environment):
 
     def prompt(self, task: Task, opening: str) -> list[dict[str, Any]]:
         """The messages an episode of `task` starts from, its user's opening last."""
-        system = {"role": "system", "content": SYSTEM_PROMPT.format(policy=self.data.policy)}
+        if self.solo:
+            system = {
+                "role": "system",
+                "content": SOLO_SYSTEM_PROMPT.format(policy=self.policy(), stop=END_TURN),
+            }
+        else:
+            system = {"role": "system", "content": SYSTEM_PROMPT.format(policy=self.policy())}
         history = [_chat_message(message) for message in task.history() if message.role != "system"]
         return [system, *history, {"role": "user", "content": opening}]
+
+    def policy(self) -> str:
+        """The policy the agent follows, as tau2-bench's environment gives it: the domain's policy file, or what a
+        domain puts together from its documents (telecom)."""
+        return self.data.policy
+
+    def opening(self, task: Task) -> str:
+        """The first user turn a row carries when it is known without a model: the scripted user's opening, or in
+        solo mode the task's ticket (`ValueError` for a task without one, which cannot be played solo)."""
+        if self.solo:
+            if not task.ticket:
+                raise ValueError(
+                    f"task {task.id!r} of τ²-bench {self.data.name} has no ticket, so it cannot be played in solo "
+                    "mode (its agent works from the ticket)"
+                )
+            return f"<ticket>\n{task.ticket}\n</ticket>"
+        return self.user.opening(task.scenario())
+
+    def scenario(self, task: Task) -> Scenario:
+        """What the user is told, says and does: the task's scenario, with the reference calls on the user's side
+        a scripted user makes when the agent asks for them (each with its cue words, `UserSide.cues`)."""
+        scenario = task.scenario()
+        criteria = task.evaluation_criteria
+        if self.user_side is None or criteria is None or not criteria.actions:
+            return scenario
+        actions = tuple(
+            UserAction(action.name, dict(action.arguments), cues)
+            for action in criteria.actions
+            if action.requestor == "user" and (cues := self.user_side.cues(action.name, action.arguments))
+        )
+        return dataclasses.replace(scenario, actions=actions) if actions else scenario
+
+    def sync(self) -> None:
+        """Bring what one side's database says about the other over to it, as tau2-bench's `sync_tools` does (in
+        telecom, whether the line is active, may roam, has data left, and a bill to pay). Run where tau2-bench runs
+        it: after every call of the episode (the agent's and the user's, failed ones too), after each of a task's
+        initialization actions and assertions, and once the initial state is set. Nothing by default."""
 
     def reset(self, task_id: str | None = None, prompt: Any = None, **row: Any) -> str | None:
         """Start task `task_id` from its initial state. When the row's `prompt` (as TRL passes it) ends with the
@@ -153,7 +225,10 @@ class Tau2Environment(UserChat, Environment):
         self.calls = self.initial_state(task)
         self.transcript = _transcript_history(task.history())
         given = _last_user_text(prompt)
-        opening = self.start_chat(task.scenario(), given, _chat_history(task.history()))
+        if self.solo:  # no user: the ticket is the first user turn
+            self.chat = None
+            return None if given is not None else self.opening(task)
+        opening = self.start_chat(self.scenario(task), given, _chat_history(task.history()))
         self.transcript.append(("user", opening))
         return None if given is not None else opening
 
@@ -162,7 +237,7 @@ class Tau2Environment(UserChat, Environment):
         the initialization data merged in, the initialization actions run, then the calls of the conversation before
         the task replayed. Returns those calls, as the episode's record starts with them."""
         self.db = self.store(self.data.base)
-        self.user_db = self.store(self.data.user_base) if self.data.user_base is not None else None
+        self.user_db = self.user_store(self.data.user_base) if self.data.user_base is not None else None
         state = task.initial_state
         if state is None:
             return []
@@ -178,6 +253,8 @@ class Tau2Environment(UserChat, Environment):
             for call in message.tool_calls or []:
                 side = "user" if message.role == "user" else call.requestor
                 calls.append(self.replay(call.name, call.arguments, side))
+                self.sync()
+        self.sync()
         return calls
 
     # What tasks call directly: their actions, replays, helpers and assertions.
@@ -203,8 +280,11 @@ class Tau2Environment(UserChat, Environment):
             raise LookupError(f"τ²-bench {self.data.name} has no {call.env_type} function {call.func_name!r}")
         tool = self._tool(call.func_name, call.env_type)
         if tool is not None:
-            return tool.function(owner, **tool.bind(call.arguments))
-        return function(**call.arguments)
+            found = tool.function(owner, **tool.bind(call.arguments))
+        else:
+            found = function(**call.arguments)
+        self.sync()
+        return found
 
     def _owner(self, side: str) -> Any:
         if side == "user":
@@ -225,6 +305,7 @@ class Tau2Environment(UserChat, Environment):
     def run_user_tool(self, name: str, arguments: Any) -> str:
         """Run a call of the user's own, kept in the record and counted (a failure too) as the agent's are."""
         call = self.replay(name, arguments if isinstance(arguments, Mapping) else {}, "user")
+        self.sync()
         self.calls.append(call)
         self.steps += 2
         self.errors += call.error
@@ -242,6 +323,7 @@ class Tau2Environment(UserChat, Environment):
             if error is None and isinstance(arguments, Mapping):
                 self.transcript.append(("assistant", str(arguments.get("text", ""))))
             return None
+        self.sync()
         self.steps += 2
         text = result if result is not None else f"Error: {error}"
         if error is not None:
@@ -292,6 +374,55 @@ class Tau2Environment(UserChat, Environment):
 
     def reward_breakdown(self) -> dict[str, Any] | None:
         return self._breakdown
+
+
+def solo_environment(environment: type[Tau2Environment], name: str) -> type[Tau2Environment]:
+    """`environment` in τ²-bench's solo mode, its ablation without a user: the agent works from the task's ticket
+    and holds the user's tools beside its own (each run on the user's side of the episode), and there is no one to
+    message (`message_user` is hidden and refuses). The agent ends the episode with `end_turn` (tau2-bench's solo
+    agent calls `done`), or a limit does; reading the reward ends it too. A class of its own, since it publishes
+    other tools: every provider lists a class's tools before any episode starts.
+
+    Raises:
+        ToolDefinitionError: The domain's user has no tools, or one of them has the name of one of the agent's
+            (tau2-bench refuses the overlap too).
+    """
+    side = environment.user_side
+    if side is None or not side.tools:
+        raise ToolDefinitionError(f"{environment.__name__} has no user tools, so it has no solo mode")
+    overlap = sorted(set(side.tools) & set(environment.tools))
+    if overlap:
+        raise ToolDefinitionError(f"{environment.__name__}'s user tools have the names of its own: {overlap}")
+    namespace: dict[str, Any] = {
+        "__module__": environment.__module__,
+        "__qualname__": name,
+        "__doc__": f"{environment.__doc__}\n\nIn τ²-bench's solo mode (`solo_environment`).",
+        "solo": True,
+        "message_user": _no_user,
+    }
+    for tool_name, user_tool in side.tools.items():
+        namespace[tool_name] = _on_user_side(user_tool.function)
+    return type(name, (environment,), namespace)
+
+
+@tool(name=USER_CHANNEL, hidden=True)
+def _no_user(self: Tau2Environment, message: str) -> str:
+    """There is no user in solo mode.
+
+    Args:
+        message: What would have been said.
+    """
+    raise ToolError("there is no user in solo mode: work the ticket with your tools, then call end_turn")
+
+
+def _on_user_side(function: Callable[..., Any]) -> Callable[..., Any]:
+    """One of the user's tools as one of the agent's: the same schema and description, run on the user's side."""
+
+    @functools.wraps(function)
+    def call(self: Tau2Environment, **arguments: Any) -> Any:
+        return function(self._owner("user"), **arguments)
+
+    return call
 
 
 def tool_text(value: Any) -> str:
@@ -371,4 +502,14 @@ def _compact(arguments: Any) -> str:
     return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-__all__ = ["SCORED", "SYSTEM_PROMPT", "Call", "Tau2Environment", "ToolError", "UserSide", "tool_text"]
+__all__ = [
+    "SCORED",
+    "SOLO_SYSTEM_PROMPT",
+    "SYSTEM_PROMPT",
+    "Call",
+    "Tau2Environment",
+    "ToolError",
+    "UserSide",
+    "solo_environment",
+    "tool_text",
+]

@@ -14,6 +14,9 @@ scored, with why, and their product.
   over no part would be 1 whatever the agent did.
 
 An episode that ended any other way than the agent or the user stopping scores 0, as upstream.
+
+A task whose basis has no DB part (telecom's) still gets the DB check in its breakdown, as `db_check`, marked not
+counted: tau2-bench computes it for every episode and reports it beside the reward.
 """
 
 from __future__ import annotations
@@ -51,12 +54,22 @@ class Episode(Protocol):
     judge: Judge | None
     chat: Chat | None
 
+    @property
+    def solo(self) -> bool: ...
+
     def initial_state(self, task: Task) -> list[Call]: ...
 
     def replay(self, name: str, arguments: Mapping[str, Any], side: Literal["assistant", "user"]) -> Call: ...
 
     def env_call(self, call: EnvCall) -> Any: ...
 
+
+SOLO_USER = {"kind": "none", "note": "solo mode: the agent works from the task's ticket, with no user"}
+"""Who played the user in a solo episode, as its breakdown says it."""
+UNCOUNTED_DB = (
+    "not part of this task's reward (its reward basis has no DB): tau2-bench computes this check for every task and "
+    "reports it beside the reward without counting it"
+)
 
 _gold: dict[tuple[int, str], tuple[Store, Store | None]] = {}
 _gold_lock = threading.Lock()
@@ -78,10 +91,10 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
         "task": task.id,
         "ended": ENDINGS[termination],
         "scored": termination in SCORED,
-        "user": env.user.describe(),
+        "user": SOLO_USER if env.solo else env.user.describe(),
         "faults": env.chat.reported_faults() if env.chat is not None else {},
     }
-    if isinstance(env.user, ScriptedUser):
+    if isinstance(env.user, ScriptedUser) and not env.solo:
         breakdown["user_note"] = (
             "the user is scripted (no model plays it): not τ²-bench's simulated user, so the reward is not "
             "comparable with the leaderboard's; give a user model (user=..., --user-base-url) for that"
@@ -118,6 +131,8 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
             "judge={'base_url': ..., 'model': ...} (on the command line --judge-base-url and --judge-model)"
         )
     breakdown["faults"].update(judge_faults(judged))
+    if "DB" not in criteria.reward_basis:
+        breakdown["db_check"] = {**_db(env, task), "counted": False, "note": UNCOUNTED_DB}
     reward = math.prod(item["reward"] for item in parts.values())
     breakdown.update(
         reward=float(reward), basis=list(criteria.reward_basis), parts=parts, official=not left_out
