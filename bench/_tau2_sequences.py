@@ -825,8 +825,15 @@ def telecom_episodes(task: Task, base: Any, writes: set[str]) -> Iterator[tuple[
 
     yield "reference, the user asked for each of its calls", asked(calls), True, False
     users = [ask(name, arguments) for requestor, name, arguments in calls if requestor == "user"]
-    if len(users) > 1:
-        together: list[Step] = [("ask", "", " ".join(users), {})]
+    if len(users) > 1:  # one message asks for every call once; a call listed twice takes a second message
+        rounds: list[list[str]] = []
+        for text in users:
+            free = next((texts for texts in rounds if text not in texts), None)
+            if free is None:
+                rounds.append([text])
+            else:
+                free.append(text)
+        together: list[Step] = [("ask", "", " ".join(texts), {}) for texts in rounds]
         together += [
             ("call", requestor, name, arguments)
             for requestor, name, arguments in calls

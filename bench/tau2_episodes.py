@@ -1,7 +1,9 @@
 """What a τ²-bench episode costs: reset latency and memory per live episode over the shared base, beside a naive
-reload (parse the domain's db.json into its model for every episode, as a fresh tau2-bench environment does).
+reload (parse the domain's databases into their models for every episode, as a fresh tau2-bench environment does:
+db.json; telecom's db.toml and the user's user_db.toml).
 
-For each domain (airline: 7 MB of JSON; retail), in one process and one run:
+For each domain (airline: 7 MB of JSON; retail; telecom, whose episodes also break the user's phone as they start),
+in one process and one run:
 - reset p50/p99 over every task of the base split, cycled (each reset builds the task's initial state);
 - memory per live episode: N episodes held open at once, each reset and then played through its task's reference
   actions (the writes a good agent makes), measured with tracemalloc as the growth over the shared base, divided
@@ -9,7 +11,7 @@ For each domain (airline: 7 MB of JSON; retail), in one process and one run:
 - the naive reload's p50, and the ratio.
 Targets: reset p50 <= 5 ms, <= 1 MiB per live episode. Needs the domain's data (AGENT_ENV_TAU2_DATA or the cache).
 
-Run: PYTHONPATH=. uv run python bench/tau2_episodes.py [--domains airline retail] [--live 200]
+Run: PYTHONPATH=. uv run python bench/tau2_episodes.py [--domains airline retail telecom] [--live 200]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import tracemalloc
 from typing import Any
 
 from agent_env.envs import load_environment
+from agent_env.envs.tau2.tasks import database_reader
 from agent_env.session import LocalSession
 
 TARGET_RESET_MS, TARGET_MIB = 5.0, 1.0
@@ -45,11 +48,16 @@ def reset_times(session: LocalSession, task_ids: list[str], resets: int) -> list
 
 
 def play_reference(session: LocalSession) -> None:
-    """The task's reference actions, as an agent that solves it would call them (refusals included)."""
-    task = session.environment.task
+    """The task's reference actions, as an agent that solves it would call them (refusals included), and the user's
+    own as its user would make them."""
+    env = session.environment
+    task = env.task
     for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
         with contextlib.suppress(Exception):
-            session.call_tool(action.name, action.arguments)
+            if action.requestor == "user":
+                env.run_user_tool(action.name, action.arguments)
+            else:
+                session.call_tool(action.name, action.arguments)
 
 
 def live_memory(environment: type, task_ids: list[str], live: int) -> float:
@@ -72,18 +80,27 @@ def live_memory(environment: type, task_ids: list[str], live: int) -> float:
 
 
 def naive(environment: type, live: int) -> tuple[list[float], float]:
-    """A reload per episode: parse db.json into the domain's model; its times (ms) and bytes per held copy."""
+    """A reload per episode: parse the domain's databases into their models; its times (ms) and bytes per held
+    copy."""
     probe = environment()
-    path, model = probe.data.folder / "db.json", environment.base_model
+    files = probe.files
+    parts = [(probe.data.folder / files.database, database_reader(files.database, environment.base_model))]
+    if environment.user_base_model is not None:
+        read = database_reader(files.user_database, environment.user_base_model)
+        parts.append((probe.data.folder / files.user_database, read))
+
+    def reload() -> list[Any]:
+        return [read(path.read_bytes()) for path, read in parts]
+
     times = []
     for _ in range(8):
         start = time.perf_counter()
-        model.model_validate_json(path.read_bytes())
+        reload()
         times.append((time.perf_counter() - start) * 1000)
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
-    held = [model.model_validate_json(path.read_bytes()) for _ in range(max(2, live // 50))]
+    held = [reload() for _ in range(max(2, live // 50))]
     per_copy = (tracemalloc.get_traced_memory()[0] - before) / len(held)
     tracemalloc.stop()
     del held
@@ -114,7 +131,7 @@ def measure(domain: str, live: int, resets: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--domains", nargs="+", default=["airline", "retail"])
+    parser.add_argument("--domains", nargs="+", default=["airline", "retail", "telecom"])
     parser.add_argument(
         "--live", type=int, default=200, help="episodes held open at once for the memory figure"
     )

@@ -73,7 +73,8 @@ class ScriptedUser:
     The scenario's actions (`Scenario.actions`: a task's reference calls on the user's side, such as toggling
     airplane mode on its phone) are made each once, when an agent message asks for them (`UserAction.asked_in`: the
     action's cue words are in it). A message that asks for some makes them, in the scenario's order, and is
-    answered with what each returned (`DONE`, then the results); the script does not move on. While actions remain,
+    answered with what each returned (`DONE`, then the results); the script does not move on. A call the scenario
+    lists twice (a reboot before and after the line is resumed) is made once per message that asks for it. While actions remain,
     a message that asks for none is answered with `HOLD` (a go-ahead and a question), and the script does not move
     on either; so its closing lines come only once every action is made, and an agent that never asks for one talks
     until its episode's limit. A stand-in, not τ²-bench's user: it never checks its own device unasked, and it makes
@@ -146,7 +147,10 @@ def _pending(chat: Chat) -> list[UserAction]:
 def _act(pending: list[UserAction], message: str, run_tool: UserTool | None) -> ChatMessage | None:
     """Make the actions `message` asks for, and the reply that reports them (their calls in the user's view, as a
     model's own calls are kept); None when it asks for none."""
-    asked = [action for action in pending if action.asked_in(message)]
+    asked: list[UserAction] = []
+    for action in pending:  # an action the scenario lists twice (a second reboot) takes a second message
+        if action.asked_in(message) and all(action != made for made in asked):
+            asked.append(action)
     if not asked or run_tool is None:
         return None
     calls, results = [], []

@@ -56,3 +56,18 @@ def test_an_aside_reaches_the_actors_episode_and_counts_as_said(env):
         session.call_tool(USER_CHANNEL, {"message": "Anything else?"})
         score = session.score()
     assert score.reward == 1.0 and score.breakdown["parts"]["COMMUNICATE"]["reward"] == 1.0
+
+
+def test_telecom_in_solo_mode_travels_by_name_and_its_agent_works_the_phone_on_the_actor(ray_cluster):
+    solo = AgentEnv.ray("tau2-telecom-solo", actors=1, pool="telecom-solo")
+    try:
+        assert "toggle_roaming" in {tool["name"] for tool in solo.tools()}
+        with solo.open() as session:
+            ticket = session.reset(task_id="[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]")
+            assert ticket.startswith("<ticket>")
+            assert session.call_tool("toggle_roaming", {}).startswith("Data Roaming is now ON.")
+            session.call_tool("end_turn", {})
+            score = session.score()
+        assert score.reward == 1.0 and score.breakdown["user"]["kind"] == "none"
+    finally:
+        solo.provider.shutdown()

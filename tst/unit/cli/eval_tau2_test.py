@@ -233,3 +233,25 @@ def test_without_a_split_a_domain_without_a_test_split_plays_its_first_and_says_
     )
     assert refused.exit_code == 2  # a split named is played as named, or refused
     assert refused.stderr.strip() == "agent-env eval: τ²-bench mock has no split 'test'; its splits are base"
+
+
+def test_a_telecom_run_plays_the_users_own_calls_inside_its_replies_and_scores_them(tmp_path):
+    out = tmp_path / "run.jsonl"
+    agent = agent_that(
+        lambda body: Answer(completion("Please turn on data roaming on your phone.")),
+        lambda body: Answer(completion("Is your mobile data working now?")),
+    )
+    with scripted(agent) as model:
+        result = invoke("tau2-telecom", "--split", "small", "--episodes", "1", "--base-url", model.url,
+                        "--out", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    header, episode = (json.loads(line) for line in out.read_text().splitlines()[:2])
+    assert header["environment"] == "Tau2Telecom" and header["split"] == "small"
+    assert episode["episode"] == "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
+    assert episode["reward"] == 1.0 and episode["breakdown"]["basis"] == ["ENV_ASSERTION"]
+    assert episode["breakdown"]["db_check"]["counted"] is False
+    second = model.requests[1][0]["messages"]  # what the agent read: the user's words, never its calls
+    assert second[-1]["role"] == "user" and second[-1]["content"].startswith(
+        "Done. This is what it shows now:"
+    )
+    assert not any(message.get("tool_calls") for message in second)
