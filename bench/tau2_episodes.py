@@ -8,7 +8,9 @@ in one process and one run:
 - memory per live episode: N episodes held open at once, each reset and then played through its task's reference
   actions (the writes a good agent makes), measured with tracemalloc as the growth over the shared base, divided
   by N; and the same for N naive episodes, each holding its own parsed copy of the database;
-- the naive reload's p50, and the ratio.
+- the naive reload's p50, and the ratio;
+- what reading tasks.json costs once per process: the time and the memory kept (each task validated, kept as its JSON
+  until asked for: `tasks.TaskFile`), beside every task parsed into objects up front.
 Targets: reset p50 <= 5 ms, <= 1 MiB per live episode. Needs the domain's data (AGENT_ENV_TAU2_DATA or the cache).
 
 Run: PYTHONPATH=. uv run python bench/tau2_episodes.py [--domains airline retail telecom] [--live 200]
@@ -25,8 +27,10 @@ import time
 import tracemalloc
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from agent_env.envs import load_environment
-from agent_env.envs.tau2.tasks import database_reader
+from agent_env.envs.tau2.tasks import Task, database_reader, read_tasks
 from agent_env.session import LocalSession
 
 TARGET_RESET_MS, TARGET_MIB = 5.0, 1.0
@@ -107,6 +111,27 @@ def naive(environment: type, live: int) -> tuple[list[float], float]:
     return times, per_copy
 
 
+def task_file(folder: Any) -> dict[str, float]:
+    """Reading tasks.json: seconds and bytes kept, as `read_tasks` keeps it and as objects parsed up front."""
+    raw = (folder / "tasks.json").read_bytes()
+    eager = TypeAdapter(list[Task])
+    found: dict[str, float] = {}
+    for name, read in (("lazy", read_tasks), ("eager", eager.validate_json)):
+        start = time.perf_counter()
+        read(raw)
+        found[f"{name}_s"] = time.perf_counter() - start
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        kept = read(raw)
+        gc.collect()
+        found[f"{name}_bytes"] = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        found["tasks"] = len(kept)
+        del kept
+    return found
+
+
 def measure(domain: str, live: int, resets: int) -> dict[str, Any]:
     environment = load_environment(f"tau2-{domain}")
     start = time.perf_counter()
@@ -118,7 +143,9 @@ def measure(domain: str, live: int, resets: int) -> dict[str, Any]:
     times = reset_times(session, task_ids, resets)
     per_episode = live_memory(environment, task_ids, live)
     naive_times, naive_bytes = naive(environment, live)
+    tasks = task_file(first.data.folder)
     return {
+        "tasks": tasks,
         "domain": domain,
         "load_s": load_s,
         "reset_p50": statistics.median(times),
@@ -157,6 +184,12 @@ def main() -> None:
             f"memory per live episode (reset and its reference actions played, {args.live} held at once): "
             f"{found['per_episode'] / 1024:.1f} KiB ({memory_ok}); a naive reload holds "
             f"{found['naive_bytes'] / MIB:.1f} MiB each, {found['naive_bytes'] / max(found['per_episode'], 1):,.0f}x"
+        )
+        tasks = found["tasks"]
+        print(
+            f"tasks.json ({tasks['tasks']:,.0f} tasks): read in {tasks['lazy_s']:.2f} s, "
+            f"{tasks['lazy_bytes'] / MIB:.1f} MiB kept (each validated, kept as its JSON until asked for); "
+            f"as objects up front: {tasks['eager_s']:.2f} s, {tasks['eager_bytes'] / MIB:.1f} MiB"
         )
 
 

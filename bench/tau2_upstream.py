@@ -1,12 +1,14 @@
 """agent_env's τ²-bench domains against tau2-bench's own code: the same call sequences through both, and scripted
 episodes scored by both, with every difference printed.
 
-1. Tools, call by call. For each domain (airline, retail, mock), the same sequences run through agent_env (a
+1. Tools, call by call. For each domain (airline, retail, mock, telecom), the same sequences run through agent_env (a
    `LocalSession` over the domain's environment, as a trainer drives it) and through tau2-bench's environment
    (`Environment.get_response`, what its live episodes and its evaluator's replay call), each from the task's
    initial state: every task's reference actions; each of their writes dropped, and each argument of each write
    changed; and seeded fuzzed sequences over real ids (sold-out cabins, flown and cancelled flights, gift card and
-   certificate balances, orders in every status, repeated items, other users' payment methods, unknown ids).
+   certificate balances, orders in every status, repeated items, other users' payment methods, unknown ids; telecom's
+   lines, bills and refuels on the agent's side and every phone setting on the user's, from any task's initial
+   state). telecom's 2,285 tasks each get their reference; the base split's 114 the variants and the episodes.
    Compared per call: success or failure, and the result's text (or the error's). After each sequence: the whole
    database, as tau2-bench hashes it (each entity's JSON, keys sorted), entity by entity; and the user's database
    where the domain has one.
@@ -14,7 +16,10 @@ episodes scored by both, with every difference printed.
    the messages the task wants said, and with them said only beside a call in one message, as tau2-bench's default
    protocol takes such a reply; each write dropped or changed) are scored by agent_env and again by
    tau2-bench's `evaluate_simulation` on the same messages, with strict replay (every replayed write's text must
-   match the recorded one). Compared: the reward and each part of the reward basis. Retail's NL assertions need
+   match the recorded one). Compared: the reward and each part of the reward basis. telecom's episodes are played
+   with its scripted user making its own calls when asked (one message each, and all in one), with the calls made
+   directly, with each write dropped or changed, and in solo mode; and the DB check its basis does not count is
+   compared too. Retail's NL assertions need
    an LLM on both sides; where a task has them, both score it without them (agent_env says so in its note).
 3. agent_env's shared base database equals a fresh parse of db.json after all of it, and both sides start from the
    same database (every entity's hash compared first).

@@ -1,10 +1,13 @@
 """τ²-bench as an `Environment`: a domain's tools on a copy-on-write database, a simulated user the agent serves,
 and the reward as tau2-bench's evaluator computes it.
 
-A domain (`airline.py`, `retail.py`, `mock.py`) subclasses `Tau2Environment`, names its data and database model,
-and writes its tools as `@tool` methods that read `self.db` and change it only through `Table.edit` and
-`Table.insert`. Everything else is here: the rows, the episode's start from the task's initial state, the record
-of calls and of the conversation, the limits, and the reward (`scoring.py`).
+A domain (`airline.py`, `retail.py`, `mock.py`, `telecom.py`) subclasses `Tau2Environment`, names its data and
+database model, and writes its tools as `@tool` methods that read `self.db` and change it only through `Table.edit`
+and `Table.insert`. A domain whose user has tools of its own names a `UserSide` too. Everything else is here: the
+rows, the episode's start from the task's initial state, the record of calls and of the conversation, the limits,
+and the reward (`scoring.py`). Its hooks, each a no-op or the common case by default: `files` (which files hold the
+data), `policy` (the agent's policy), `sync` (the two sides' databases linked after every step, as telecom's are),
+`UserSide.cues` (what a scripted user makes when asked); and `solo_environment`, a domain's solo mode.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ TRANSFER_TOOL = "transfer_to_human_agents"
 
 class UserSide:
     """The user's own tools, and the helpers tasks call on the user's side, in a domain whose user has a database of
-    its own (the mock domain's inbox). `@tool` methods are what the simulated user may call."""
+    its own (the mock domain's inbox, telecom's phone). `@tool` methods are what the simulated user may call."""
 
     tools: ClassVar[ToolSet]
 
