@@ -122,12 +122,10 @@ class Tau2Telecom(Tau2Environment):
             "mobile_data_usage_exceeded": line.data_used_gb >= plan.data_limit_gb + line.data_refueling_gb,
             "payment_request": request,
         }
-        if any(
-            getattr(around, name) is not value and getattr(around, name) != value
-            for name, value in linked.items()
-        ):
+        differing = {name: value for name, value in linked.items() if getattr(around, name) != value}
+        if differing:  # copied only when something changes
             changed = users.surroundings.edit(USER)
-            for name, value in linked.items():
+            for name, value in differing.items():
                 setattr(changed, name, value)
 
     # Reading the database, failing with tau2-bench's messages.
