@@ -10,6 +10,7 @@ date and time, which reads back as `2025-01-20 14:30:00`), and its order the tex
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -189,3 +190,15 @@ class TelecomStore(Store):
     lines: Table[Line]
     bills: Table[Bill]
     devices: Table[Device]
+
+    def update(self, data: Mapping[str, Any]) -> None:
+        """Refuse a task's initialization data for the carrier's side: tau2-bench's is a whole table as a list,
+        which replaces the table, and no task of the pinned data has any.
+
+        Raises:
+            ValueError: Always, naming the tables.
+        """
+        raise ValueError(
+            f"telecom's initialization data for the agent ({', '.join(data)}) is not supported: tau2-bench's replaces "
+            "whole tables, and no task of the pinned data has any; set the state with initialization actions instead"
+        )

@@ -184,6 +184,11 @@ class TelecomUserStore(Store):
     device: Table[PhoneState]
     surroundings: Table[Surroundings]
 
+    def update(self, data: Mapping[str, Any]) -> None:
+        """Merge a task's initialization data for the user, in tau2-bench's form (`{"device": {...}}`: each side a
+        single entity), into the user's phone and surroundings, as tau2-bench merges it."""
+        super().update({name: {USER: fields} for name, fields in data.items()})
+
 
 SIGNAL_BARS = {
     "none": "📵 No Signal",

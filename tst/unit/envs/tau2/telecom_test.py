@@ -374,3 +374,18 @@ def test_telecom_loads_by_name_wherever_tau2_domains_load():
     assert len(rows) == 114 and rows[0]["prompt"][-1]["content"].startswith(
         "I am unable to send MMS messages"
     )
+
+
+def test_initialization_data_for_the_user_merges_into_its_phone_and_for_the_carrier_is_refused(env):
+    from agent_env.envs.tau2.telecom_db import TelecomStore
+    from agent_env.envs.tau2.telecom_device import TelecomUserStore
+
+    users = TelecomUserStore(env.data.user_base)
+    users.update(
+        {"device": {"airplane_mode": True, "app_statuses": {"messaging": {"permissions": {"sms": False}}}}}
+    )
+    merged = users.device["user"]
+    assert merged.airplane_mode and not merged.app_statuses["messaging"].permissions.sms
+    assert merged.app_statuses["messaging"].permissions.storage  # merged key by key, as upstream merges it
+    with pytest.raises(ValueError, match="initialization data for the agent \\(lines\\) is not supported"):
+        TelecomStore(env.data.base).update({"lines": []})
