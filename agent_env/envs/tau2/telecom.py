@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from typing import Annotated, ClassVar, Literal, cast
+from typing import Annotated, ClassVar, Literal, TypeVar, cast
 
-from pydantic import Field, WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from agent_env.envs.tau2.environment import Tau2Environment, solo_environment, tool_text
+from agent_env.envs.tau2.store import Table
 from agent_env.envs.tau2.tasks import DomainFiles
 from agent_env.envs.tau2.telecom_db import (
     TODAY,
@@ -141,16 +142,10 @@ class Tau2Telecom(Tau2Environment):
         raise ToolError(f"Customer with phone number {phone_number} not found")
 
     def _customer(self, customer_id: str) -> Customer:
-        found = self.db.customers.get(customer_id)
-        if found is None:
-            raise ToolError(f"Customer with ID {customer_id} not found")
-        return found
+        return _by_id(self.db.customers, customer_id, "Customer")
 
     def _line(self, line_id: str) -> Line:
-        found = self.db.lines.get(line_id)
-        if found is None:
-            raise ToolError(f"Line with ID {line_id} not found")
-        return found
+        return _by_id(self.db.lines, line_id, "Line")
 
     def _line_by_phone(self, phone_number: str) -> Line:
         for line in self.db.lines.values():
@@ -159,16 +154,13 @@ class Tau2Telecom(Tau2Environment):
         raise ToolError(f"Line with phone number {phone_number} not found")
 
     def _plan(self, plan_id: str) -> Plan:
-        found = self.db.plans.get(plan_id)
-        if found is None:
-            raise ToolError(f"Plan with ID {plan_id} not found")
-        return found
+        return _by_id(self.db.plans, plan_id, "Plan")
 
     def _bill(self, bill_id: str) -> Bill:
-        found = self.db.bills.get(bill_id)
-        if found is None:
-            raise ToolError(f"Bill with ID {bill_id} not found")
-        return found
+        return _by_id(self.db.bills, bill_id, "Bill")
+
+    def _device(self, device_id: str) -> Device:
+        return _by_id(self.db.devices, device_id, "Device")
 
     def _bill_for_change(self, bill_id: str) -> Bill:
         self._bill(bill_id)
@@ -257,12 +249,6 @@ class Tau2Telecom(Tau2Environment):
         if read is None:
             raise ToolError(f"Unknown ID format or type: {id}")
         return tool_text(read(id))
-
-    def _device(self, device_id: str) -> Device:
-        found = self.db.devices.get(device_id)
-        if found is None:
-            raise ToolError(f"Device with ID {device_id} not found")
-        return found
 
     @tool
     def suspend_line(
@@ -438,6 +424,17 @@ class Tau2Telecom(Tau2Environment):
     def assert_no_overdue_bill(self, overdue_bill_id: str) -> bool:
         bill = self.db.bills.get(overdue_bill_id)
         return bill is None or bill.status == "Paid"
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _by_id(table: Table[M], key: str, kind: str) -> M:
+    """The entity `key` of `table`, or tau2-bench's error for one not found ("Line with ID L9 not found")."""
+    found = table.get(key)
+    if found is None:
+        raise ToolError(f"{kind} with ID {key} not found")
+    return found
 
 
 def new_bill_id(customer: Customer) -> str:

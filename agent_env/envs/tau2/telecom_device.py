@@ -688,28 +688,23 @@ class UserPhone(UserSide):
         return "Data connection restored."
 
     def turn_data_off(self) -> str:
-        if self._toggle("data_enabled", search=True):
-            self._toggle("data_enabled", search=True)
+        self._turn("data_enabled", False, search=True)
         return "Data connection broken."
 
     def turn_roaming_on(self) -> str:
-        if not self._toggle("roaming_enabled", search=True):
-            self._toggle("roaming_enabled", search=True)
+        self._turn("roaming_enabled", True, search=True)
         return "Data Roaming is now ON."
 
     def turn_roaming_off(self) -> str:
-        if self._toggle("roaming_enabled", search=True):
-            self._toggle("roaming_enabled", search=True)
+        self._turn("roaming_enabled", False, search=True)
         return "Data Roaming is now OFF."
 
     def turn_data_saver_mode_on(self) -> str:
-        if not self._toggle("data_saver_mode", search=False):
-            self._toggle("data_saver_mode", search=False)
+        self._turn("data_saver_mode", True, search=False)
         return "Data Saver Mode is now ON."
 
     def turn_data_saver_mode_off(self) -> str:
-        if self._toggle("data_saver_mode", search=False):
-            self._toggle("data_saver_mode", search=False)
+        self._turn("data_saver_mode", False, search=False)
         return "Data Saver Mode is now OFF."
 
     def break_apn_settings(self) -> str:
@@ -792,6 +787,12 @@ class UserPhone(UserSide):
         if search:
             self.simulate_network_search()
         return on
+
+    def _turn(self, setting: str, on: bool, *, search: bool) -> None:
+        """Switch a setting on or off as tau2-bench's helpers do: toggle it, and again if it came out wrong (each
+        toggle searching the network where `search`)."""
+        if self._toggle(setting, search=search) != on:
+            self._toggle(setting, search=search)
 
     def _toggle_airplane_mode(self) -> bool:
         phone = self._phone()
