@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from agent_env.users._chat import STOP, Chat, ChatMessage, Scenario, UserAction
+from agent_env.users._chat import STOP, TRANSFER, Chat, ChatMessage, Scenario, UserAction
 
 UserTool = Callable[[str, Any], str]
 """Runs one of the user's own tools (by name, with JSON arguments) and returns the text the user reads."""
@@ -68,7 +68,8 @@ class ScriptedUser:
 
     Deterministic, for tests and for training with no user model. The script is its own (`turns`), or else the
     scenario's (`Scenario.script`): the first line is its opening, each later one answers one agent message, and once
-    the script runs out it answers with `then` (by default the stop marker, which ends the conversation).
+    the script runs out it answers with `then` (by default the stop marker, which ends the conversation). Once the
+    agent has handed it over to another agent (`Chat.transferred`), it answers with the transfer marker.
 
     The scenario's actions (`Scenario.actions`: a task's reference calls on the user's side, such as toggling
     airplane mode on its phone) are made each once, when an agent message asks for them (`UserAction.asked_in`: the
@@ -102,6 +103,8 @@ class ScriptedUser:
     def reply(
         self, chat: Chat, tools: Sequence[Mapping[str, Any]] = (), run_tool: UserTool | None = None
     ) -> ChatMessage:
+        if chat.transferred:
+            return ChatMessage("user", TRANSFER)
         pending = _pending(chat) if run_tool is not None else []
         if pending:
             return _act(pending, chat.messages[-1].text, run_tool) or ChatMessage("user", HOLD)

@@ -181,3 +181,12 @@ def test_a_call_the_scenario_lists_twice_takes_two_messages():
     assert phone.calls == [("reboot_device", {}), ("toggle_airplane_mode", {})]
     say(user, chat, "Restart it again, please.", phone)
     assert phone.calls[-1] == ("reboot_device", {}) and len(phone.calls) == 3
+
+
+def test_once_the_agent_has_handed_it_over_a_scripted_user_answers_with_the_transfer_marker():
+    chat = Chat(SCENARIO, [ChatMessage("agent", GREETING), ChatMessage("user", "I want to cancel EHGLP3.")])
+    chat.messages.append(ChatMessage("agent", "One moment."))
+    assert ScriptedUser().reply(chat).text == "Yes."  # its script, while it has not been handed over
+    chat.transferred = True
+    assert ScriptedUser().reply(chat).text == TRANSFER
+    assert ScriptedUser(["hi"], then="ok").reply(chat).text == TRANSFER  # whatever its own script says

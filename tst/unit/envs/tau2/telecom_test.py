@@ -13,9 +13,12 @@ import pytest
 
 from agent_env import AgentEnv, ToolArgumentError, ToolError
 from agent_env.envs import load_environment
+from agent_env.envs.tau2.scoring import DB_CHECK
+from agent_env.envs.tau2.store import canonical
 from agent_env.envs.tau2.tasks import Task, TaskFile, read_tasks
 from agent_env.envs.tau2.telecom import Tau2Telecom, Tau2TelecomWorkflow, new_bill_id
 from agent_env.session import LocalSession
+from agent_env.tools import tool
 from agent_env.users import ScriptedUser
 
 ABROAD = "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
@@ -278,6 +281,45 @@ def test_a_payment_request_reaches_the_phone_and_the_payment_marks_the_bill_paid
     assert env.run_user_tool("make_payment", {}) == "You do not have a payment request."
 
 
+class FailingAfterChange(Tau2Telecom):
+    """telecom with one tool more, for this test only (none of upstream's fails once it has changed anything): it
+    suspends a line, links the two sides (the phone learns its line is inactive), then fails."""
+
+    @tool
+    def suspend_then_fail(self, customer_id: str, line_id: str) -> str:
+        """Suspend a line, then fail.
+
+        Args:
+            customer_id: The customer.
+            line_id: Their line.
+        """
+        self.db.lines.edit(line_id).status = "Suspended"
+        self.sync()
+        raise ToolError("refused after the change")
+
+
+def test_a_failed_call_changes_nothing_on_either_side_what_the_link_brought_over_included():
+    env = FailingAfterChange(user=ScriptedUser(["Hello."], then="OK."))
+    session = LocalSession(env)
+    session.reset(task_id=ABROAD)
+    before = {side: dumps(store) for side, store in (("db", env.db), ("user_db", env.user_db))}
+    with pytest.raises(ToolError, match="refused after the change"):
+        session.call_tool("suspend_then_fail", {"customer_id": "C1001", "line_id": "L1002"})
+    assert env.db.lines["L1002"].status == "Active" and around(env).line_active is True
+    assert {side: dumps(store) for side, store in (("db", env.db), ("user_db", env.user_db))} == before
+    assert (
+        env.errors == 1 and env.steps == 3
+    )  # counted as upstream counts a failed call: a message, an answer
+    session.call_tool("disable_roaming", {"customer_id": "C1001", "line_id": "L1002"})
+    assert around(env).roaming_allowed is False  # the next call's own link, after it succeeded
+
+
+def dumps(store: Any) -> dict[str, dict[str, str]]:
+    return {
+        name: {key: canonical(table[key]) for key in table.changed()} for name, table in store.tables.items()
+    }
+
+
 # Each task's initial state.
 
 
@@ -349,7 +391,7 @@ def test_a_task_that_cannot_be_fixed_needs_the_transfer_and_its_breakdown_says_s
     }  # fmt: skip
 
 
-def test_a_users_fix_left_undone_fails_its_assertion_and_the_db_check_is_reported_not_counted(env):
+def test_a_users_fix_left_undone_fails_its_assertion_and_the_db_check_is_listed_computed_but_not_counted(env):
     task = env.data.task(ABROAD)
     session = LocalSession(env)
     session.reset(task_id=task.id)
@@ -360,9 +402,22 @@ def test_a_users_fix_left_undone_fails_its_assertion_and_the_db_check_is_reporte
         "assert_mobile_data_status({'expected_status': True}) is not True"
         in breakdown["parts"]["ENV_ASSERTION"]["why"]
     )
-    check = breakdown["db_check"]
-    assert check["counted"] is False and check["reward"] == 0.0 and "tau2-bench computes" in check["note"]
-    assert "DB" not in breakdown["parts"]
+    assert "DB" not in breakdown["parts"]  # its reward basis has none, as upstream's telecom tasks
+    [db] = [check for check in breakdown["checks"] if check["part"] == "DB"]
+    assert db == {"part": "DB", "check": DB_CHECK, "met": False, "basis": False}  # computed, not counted
+    counted = [check for check in breakdown["checks"] if check["basis"]]
+    assert {check["part"] for check in counted} == {"ENV_ASSERTION"}
+    assert (
+        len(counted) == 2 and breakdown["checks_reward"] == 0.0
+    )  # both assertions unmet; the DB never counts
+    checks = Tau2Telecom(reward="checks")  # the training reward: the fraction of counted checks met
+    session = LocalSession(checks)
+    session.reset(task_id=task.id)
+    gold(checks, session, task)
+    assert session.score().reward == 1.0
+    assert [check["basis"] for check in checks.reward_breakdown()["checks"] if check["part"] == "DB"] == [
+        False
+    ]
 
 
 def test_telecom_loads_by_name_wherever_tau2_domains_load():

@@ -10,7 +10,6 @@ import pytest
 
 from agent_env import ToolError
 from agent_env.envs import load_environment
-from agent_env.envs.tau2.environment import SOLO_SYSTEM_PROMPT
 from agent_env.envs.tau2.telecom import Tau2Telecom
 from agent_env.envs.tau2.telecom_device import UserPhone
 from agent_env.llm import Endpoint
@@ -79,6 +78,9 @@ def test_the_agent_reads_the_users_words_and_the_episode_keeps_the_users_calls(e
         "Status Bar: 📶⁴ Excellent | 5G | 📱 Data Enabled | 🔋 80%"
     )
     assert "tool_calls" not in reply and env.user_db.device["user"].roaming_enabled
+    # Steps as upstream's orchestrator counts them: the opening 1; each agent message 1; the user's message of
+    # calls 1 and the environment's answer 1; its words 1.
+    assert env.steps == 1 + 2 + (1 + 2 + 1)
     [made] = [call for call in env.calls if call.requestor == "user"]
     assert (made.name, made.error) == ("toggle_roaming", False)
     assert env.chat.messages[-1].tool_messages[0]["tool_calls"][0]["function"]["name"] == "toggle_roaming"
@@ -107,6 +109,10 @@ def test_a_model_plays_the_user_with_its_own_tools_each_call_validated_as_the_ag
         session = LocalSession(model_env)
         assert session.reset(task_id=ABROAD) == "My mobile data does not work abroad."
         reply = session.call_tool(USER_CHANNEL, {"message": "Please turn on data roaming."})
+        strict = LocalSession(Tau2Telecom(user=user, max_errors=1))  # the user's failed call is an error too
+        strict.reset(task_id=ABROAD)
+        strict.call_tool(USER_CHANNEL, {"message": "Please turn on data roaming."})
+        assert strict.ended() is not None and strict.environment.termination == "too_many_errors"
     assert reply == "I turned data roaming on; the bar shows 5G."  # only its words reach the agent
     offered = {tool["function"]["name"] for tool in server.requests[1][0]["tools"]}
     assert offered == set(UserPhone.tools) and len(offered) == 30
@@ -118,6 +124,7 @@ def test_a_model_plays_the_user_with_its_own_tools_each_call_validated_as_the_ag
     )
     assert results[1]["content"].startswith("Data Roaming is now ON.")
     assert model_env.user_db.device["user"].roaming_enabled and model_env.errors == 1
+    assert model_env.steps == 1 + 1 + 2 + 1  # its two calls one message (1) and one answer (1)
     assert model_env.user_db.device["user"].network_mode_preference == "4g_5g_preferred"
     assert session.score().reward == 1.0
 
@@ -130,30 +137,28 @@ def solo() -> Any:
     return load_environment("tau2-telecom-solo")()
 
 
-def test_solo_mode_gives_the_agent_both_tool_sets_and_no_one_to_message(solo):
+def test_solo_mode_gives_the_agent_both_tool_sets_and_writing_to_a_user_ends_it_as_upstreams_agent_error(
+    solo,
+):
     names = [tool["name"] for tool in type(solo).tools.published]
     assert USER_CHANNEL not in names and len(names) == 13 + 30 + 1  # the carrier's, the phone's, end_turn
     assert type(solo).tools["toggle_roaming"].input_schema == UserPhone.tools["toggle_roaming"].input_schema
     session = LocalSession(solo)
-    session.reset(task_id=ABROAD)
+    assert session.reset(task_id=ABROAD) is None  # the ticket is in the row's system prompt; no user speaks
     with pytest.raises(ToolError, match="there is no user in solo mode"):
-        session.call_tool(USER_CHANNEL, {"message": "hello?"})
+        session.call_tool(USER_CHANNEL, {"message": "hello?"})  # as eval sends a reply of text alone
+    assert session.ended() is not None and solo.termination == "agent_error"
+    assert session.score().reward == 0.0
 
 
-def test_a_solo_row_is_the_solo_instruction_with_the_policy_then_the_ticket(solo):
-    [row] = [r for r in solo.dataset_rows("small") if r["task_id"] == ABROAD]
-    system, ticket = row["prompt"]
-    assert system["content"] == SOLO_SYSTEM_PROMPT.format(policy=solo.policy(), stop="end_turn")
-    assert "main_policy_solo" not in system["content"] and "<main_policy>" in system["content"]
-    assert ticket == {"role": "user", "content": f"<ticket>\n{solo.data.task(ABROAD).ticket}\n</ticket>"}
-
-
-def test_a_solo_episode_is_the_agents_calls_on_both_sides_ended_by_end_turn(solo):
+def test_a_solo_episode_is_the_agents_calls_on_both_sides_counted_as_upstreams_solo_orchestrator_counts(solo):
     session = LocalSession(solo)
-    assert session.reset(task_id=ABROAD).startswith("<ticket>")  # no row: the ticket is returned
+    session.reset(task_id=ABROAD)
     assert solo.chat is None
     said = session.call_tool("toggle_roaming", {})
     assert said.startswith("Data Roaming is now ON.") and solo.calls[-1].requestor == "assistant"
+    assert solo.user_db.device["user"].roaming_enabled  # the phone's, run on the user's side
+    assert solo.steps == 1  # the first message is made at the start, uncounted; its calls' answer is step 1
     session.call_tool("end_turn", {})
     score = session.score()
     assert score.reward == 1.0 and score.breakdown["ended"] == "the agent ended the episode"
