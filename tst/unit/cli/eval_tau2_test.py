@@ -248,7 +248,9 @@ def test_a_telecom_run_plays_the_users_own_calls_inside_its_replies_and_scores_t
     assert header["environment"] == "Tau2Telecom" and header["split"] == "small"
     assert episode["episode"] == "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
     assert episode["reward"] == 1.0 and episode["breakdown"]["basis"] == ["ENV_ASSERTION"]
-    assert episode["breakdown"]["db_check"]["counted"] is False
+    [db] = [check for check in episode["breakdown"]["checks"] if check["part"] == "DB"]
+    assert db["basis"] is False  # computed, as upstream does, and not counted
+    assert "simulation_guidelines_tools.md" not in episode["breakdown"]["prompts_note"]  # a scripted user: told none
     second = model.requests[1][0]["messages"]  # what the agent read: the user's words, never its calls
     assert second[-1]["role"] == "user" and second[-1]["content"].startswith(
         "Done. This is what it shows now:"
