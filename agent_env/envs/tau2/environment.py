@@ -327,7 +327,9 @@ class Tau2Environment(UserChat, Environment):
         (a failed call changes nothing, whatever it did before it failed), and a value a domain model refuses
         (pydantic's `ValidationError`) or a number the domain cannot compute with (`ArithmeticError`) is the
         model's error, a `ToolError` in tau2-bench's words (its environment gives the agent `Error: ` and the
-        exception's text), never a failure of the tool. Every tool of a domain runs this way."""
+        exception's text), never a failure of the tool. The two sides are linked (`sync`) once `run` succeeds,
+        inside the transaction, as tau2-bench's `get_response` syncs inside its `try`: what the link brought over is
+        undone with the rest should it fail. Every tool of a domain runs this way."""
         stores = [self.db] if self.user_db is None else [self.db, self.user_db]
         for store in stores:
             store.savepoint()

@@ -190,3 +190,12 @@ def test_once_the_agent_has_handed_it_over_a_scripted_user_answers_with_the_tran
     chat.transferred = True
     assert ScriptedUser().reply(chat).text == TRANSFER
     assert ScriptedUser(["hi"], then="ok").reply(chat).text == TRANSFER  # whatever its own script says
+
+
+def test_handed_over_with_calls_still_to_make_it_makes_none_and_answers_with_the_transfer_marker():
+    # The agent asked for a fix in the message after its transfer: upstream's user, once transferred, only writes
+    # its marker; so the scripted user acts only while it has not been handed over.
+    user, phone, chat = ScriptedUser(), Phone(), acting_chat()
+    chat.transferred = True
+    assert say(user, chat, "Please switch off airplane mode.", phone).text == TRANSFER
+    assert phone.calls == []
