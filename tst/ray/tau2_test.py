@@ -64,7 +64,10 @@ def test_telecom_in_solo_mode_travels_by_name_and_its_agent_works_the_phone_on_t
         assert "toggle_roaming" in {tool["name"] for tool in solo.tools()}
         with solo.open() as session:
             # no user speaks: the ticket is in the row's system prompt
-            assert session.reset(task_id="[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]") is None
+            assert (
+                session.reset(task_id="[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]")
+                is None
+            )
             assert session.call_tool("toggle_roaming", {}).startswith("Data Roaming is now ON.")
             session.call_tool("end_turn", {})
             score = session.score()

@@ -250,7 +250,9 @@ def test_a_telecom_run_plays_the_users_own_calls_inside_its_replies_and_scores_t
     assert episode["reward"] == 1.0 and episode["breakdown"]["basis"] == ["ENV_ASSERTION"]
     [db] = [check for check in episode["breakdown"]["checks"] if check["part"] == "DB"]
     assert db["basis"] is False  # computed, as upstream does, and not counted
-    assert "simulation_guidelines_tools.md" not in episode["breakdown"]["prompts_note"]  # a scripted user: told none
+    assert (
+        "simulation_guidelines_tools.md" not in episode["breakdown"]["prompts_note"]
+    )  # a scripted user: told none
     second = model.requests[1][0]["messages"]  # what the agent read: the user's words, never its calls
     assert second[-1]["role"] == "user" and second[-1]["content"].startswith(
         "Done. This is what it shows now:"

@@ -415,9 +415,24 @@ def test_a_users_fix_left_undone_fails_its_assertion_and_the_db_check_is_listed_
     session.reset(task_id=task.id)
     gold(checks, session, task)
     assert session.score().reward == 1.0
-    assert [check["basis"] for check in checks.reward_breakdown()["checks"] if check["part"] == "DB"] == [
-        False
-    ]
+    db_basis = [check["basis"] for check in checks.reward_breakdown()["checks"] if check["part"] == "DB"]
+    assert db_basis == [False]
+
+
+def test_the_uncounted_db_check_is_upstreams_whose_gold_replay_never_links_the_two_sides(env):
+    # Upstream's gold environment makes the reference calls without linking the sides (make_tool_call): after a
+    # refuel, its phone still reads the data as used up, where the episode's phone, linked, does not. The DB check
+    # is unmet there whatever the agent does, and so here; a fix on the phone alone meets it.
+    met = {}
+    for task_id in (ABROAD, "[mobile_data_issue]data_usage_exceeded[PERSONA:Easy]"):
+        task = env.data.task(task_id)
+        session = LocalSession(env)
+        session.reset(task_id=task_id)
+        gold(env, session, task)
+        breakdown = session.score().breakdown
+        assert breakdown["reward"] == 1.0
+        [met[task_id]] = [check["met"] for check in breakdown["checks"] if check["part"] == "DB"]
+    assert met == {ABROAD: True, "[mobile_data_issue]data_usage_exceeded[PERSONA:Easy]": False}
 
 
 def test_telecom_loads_by_name_wherever_tau2_domains_load():
