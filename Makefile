@@ -53,10 +53,11 @@ mcp-servers: $(MCP_SERVERS)/.installed
 
 # The suite includes tst/unit/cli/demo_test.py, which runs `agent-env demo` as `make demo` does, and tst/mcp, which
 # runs the MCP servers above. The hosts tier is its own target (below): it needs root, and minutes of its own.
-# Two workers (pytest-xdist), a test file each at a time: much of the suite waits on servers, timeouts and child
-# processes, so a second worker fills a core the first leaves idle (docs/testing.md has the figures).
+# Two workers (pytest-xdist), a test file each at a time, and every file that uses Ray on one (tst/conftest.py's
+# groups): much of the suite waits on servers, timeouts and child processes, so a second worker fills a core the
+# first leaves idle (docs/testing.md has the figures).
 WORKERS ?= 2
-PARALLEL := -n $(WORKERS) --dist loadfile
+PARALLEL := -n $(WORKERS) --dist loadgroup
 test: install mcp-servers
 	$(RUN) pytest tst --ignore=tst/hosts $(PARALLEL) --durations=15
 

@@ -40,7 +40,7 @@ TIERS = [
     "tst/trl",
     "tst/mcp",
 ]  # the unit, TRL and MCP tiers; `make test` runs the rest on the locked versions
-PARALLEL = ["-n", "2", "--dist", "loadfile"]  # two workers, a test file each at a time, as `make test` runs
+PARALLEL = ["-n", "2", "--dist", "loadgroup"]  # two workers, a test file each at a time, as `make test` runs
 BUILD = "1"  # bump when the build steps change, so every cached venv is rebuilt
 MAIN = ["trl", "transformers", "torch"]  # the training stack; every direct dependency is listed after these
 

@@ -50,3 +50,35 @@ def ray_cluster() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+
+
+RAY_GROUP = "ray-cluster"
+"""The one xdist group of every test file that may use the session's Ray cluster (`make test`'s workers)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist registers it too; here as well, so `--strict-markers` holds where xdist is not loaded (`-p no:xdist`)
+    config.addinivalue_line("markers", "xdist_group(name): run these tests on one xdist worker")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `make test`'s workers (`--dist loadgroup`), each test file runs whole on one worker, so its module's
+    fixtures and servers start once; and every file that may use the Ray cluster runs on the same worker, so one
+    cluster starts, not one a worker (two starting at once on two loaded cores time out)."""
+    uses_ray: dict[Path, bool] = {}
+    for item in items:
+        path = item.path
+        if path not in uses_ray:
+            uses_ray[path] = _may_use_ray(path)
+        item.add_marker(pytest.mark.xdist_group(RAY_GROUP if uses_ray[path] else str(path)))
+
+
+def _may_use_ray(path: Path) -> bool:
+    """Whether the file, or a conftest.py between it and this one, asks for the `ray_cluster` fixture."""
+    here = Path(__file__).resolve().parent
+    texts = [path]
+    folder = path.parent
+    while folder != here and here in folder.parents:
+        texts.append(folder / "conftest.py")
+        folder = folder.parent
+    return any(found.is_file() and "ray_cluster" in found.read_text() for found in texts)

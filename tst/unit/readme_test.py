@@ -3,6 +3,7 @@ quote are the ones agent_env raises, word for word, and the README stays an intr
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 import shutil
@@ -170,6 +171,9 @@ def test_every_python_block_of_the_readme_compiles_and_the_class_runs_as_shown(c
     for block in blocks:
         compile(block, "README.md", "exec")
     (desk,) = [block for block in blocks if "class Desk(Environment)" in block]
+    # The block's env.dataset() imports datasets: first here, since a package first imported while sys.modules is
+    # swapped below half-initializes (the import system keeps the real dict; multiprocess reads the copy).
+    importlib.import_module("datasets")
     monkeypatch.setattr(sys, "modules", dict(sys.modules))  # the block defines classes at module level only
     exec(compile(desk, "README.md", "exec"), {"__name__": "readme_desk"})
     assert capsys.readouterr().out == "0.1\n"
