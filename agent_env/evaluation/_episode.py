@@ -26,6 +26,7 @@ leaves out of its metrics, ends the episode as `error`, unscored and counted (`e
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections import Counter
@@ -69,6 +70,22 @@ CALL_MARKUP = re.compile(
 )
 """What a tool call looks like in a reply's text, in the formats models are trained on (Hermes/Qwen, Mistral,
 Llama, Qwen 3.5, gpt-oss, plain JSON): a server that ignores `tools`, or cannot parse them, leaves it there."""
+HERMES_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+"""A Hermes (Qwen 2.5, Qwen 3) call in text: a JSON object with the tool's `name` and its `arguments`."""
+
+
+def unreadable_call(text: str) -> bool:
+    """Whether `text` writes a Hermes call whose JSON does not read as a call (no JSON object with a `name`). A
+    server's parser (vLLM's `hermes`) hands on only the calls it can read and leaves such a reply as text, as TRL's
+    parser does: the model wrote a malformed call, which is no sign that the server ignores tools."""
+    for body in HERMES_CALL.findall(text):
+        try:
+            found = json.loads(body)
+        except ValueError:
+            return True
+        if not (isinstance(found, dict) and isinstance(found.get("name"), str)):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -77,7 +94,7 @@ class Task:
 
     Attributes:
         id: The episode's id: the row's `task_id` (or `id`), else `split/index`; `#k` for the k-th repeat of a row.
-        position: Its place in the run, from 0; its seed is the sampling seed plus this.
+        position: Its place in the run, from 0; its seed (its first reply's) is the sampling seed plus this.
         row: The dataset row `reset(**row)` gets (empty for an environment without a dataset).
     """
 
@@ -284,9 +301,9 @@ class Player:
     ) -> str:
         """Ask and answer until the episode ends; returns how it ended."""
         messages = record.transcript
-        fields = self.sampling.fields(task.position)
         tools = self._offered(arm)
         for turn in range(1, self.max_turns + 1):
+            fields = self.sampling.fields(task.position, turn)
             reply = await self.client.complete(self.model, messages, tools, fields, faults)
             record.turns = turn
             messages.append(reply.message)
@@ -306,7 +323,9 @@ class Player:
                     return ended
                 continue
             if not reply.tool_calls:
-                if CALL_MARKUP.search(reply.content):
+                if unreadable_call(reply.content):
+                    faults["unreadable_call"] += 1
+                elif CALL_MARKUP.search(reply.content):
                     faults["unparsed_call"] += 1
                 return "no_tool_calls"
             if reply.content.strip():
