@@ -8,7 +8,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 RUN := $(UV) run --frozen
 UV_READY := $(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 
-.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test hosts-test vllm-test matrix lint format bench soak demo mcp-example tau2-upstream
+.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test ors-test hosts-test vllm-test matrix lint format bench soak demo mcp-example tau2-upstream
 
 # Everything uv.lock pins: every extra and the dev group (TRL, torch, the test and lint tools).
 $(VENV)/.installed: pyproject.toml uv.lock
@@ -67,6 +67,11 @@ ray-test: install
 
 mcp-test: install mcp-servers
 	$(RUN) pytest tst/mcp
+
+# The openreward SDK's own server and client, and TRL's ORS adapter, in a venv of their own (built by uv on first use,
+# cached in .cache/ors), against AgentEnv.ors and `agent-env serve --ors`; a GRPO step through them.
+ors-test: install
+	$(RUN) pytest tst/ors tst/trl/ors_test.py
 
 # The README's MCP example: a GRPO step on server-memory with a tiny random Qwen3 on the CPU.
 mcp-example: install mcp-servers

@@ -5,12 +5,15 @@ from agent_env._version import __version__ as __version__
 from agent_env.environment import Environment
 from agent_env.errors import (
     AgentEnvError,
+    CallTimeoutError,
+    EpisodeBudgetError,
     EpisodeEndedError,
     EpisodeNotStartedError,
     EpisodeStateError,
     InfrastructureFailedError,
     RewardError,
     SessionClosedError,
+    TimedOutEpisodeError,
     ToolArgumentError,
     ToolDefinitionError,
     ToolError,
@@ -24,7 +27,9 @@ from agent_env.tools import Tool, ToolSet, tool
 __all__ = [
     "AgentEnv",
     "AgentEnvError",
+    "CallTimeoutError",
     "Environment",
+    "EpisodeBudgetError",
     "EpisodeEndedError",
     "EpisodeNotStartedError",
     "EpisodeStateError",
@@ -34,6 +39,7 @@ __all__ = [
     "RewardError",
     "Session",
     "SessionClosedError",
+    "TimedOutEpisodeError",
     "Tool",
     "ToolArgumentError",
     "ToolDefinitionError",

@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from agent_env._deadline import DEFAULT_CALL_TIMEOUT, DEFAULT_EPISODE_BUDGET
 from agent_env.envs import DEFAULT_ENVIRONMENT, EnvironmentReference, load_environment
 from agent_env.session import LocalProvider, Provider, Session
 from agent_env.training.templates import TemplateSource
 from agent_env.training.trl import EnvironmentFactory
+
+MCP_GRACE = 5.0
+"""Seconds an MCP environment's session call timeout stays above its servers' `call_timeout`."""
 
 if TYPE_CHECKING:
     import datasets
@@ -38,6 +42,8 @@ class AgentEnv:
         environment: EnvironmentReference = DEFAULT_ENVIRONMENT,
         *,
         chat_template: TemplateSource | None = None,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+        episode_budget: float | None = DEFAULT_EPISODE_BUDGET,
         **config: Any,
     ) -> AgentEnv:
         """An environment in this process: a built-in name (`gridsim-desk`), `module:Class`, a class, or an
@@ -46,9 +52,18 @@ class AgentEnv:
         Args:
             environment: Which environment.
             chat_template: The template to check when no TRL trainer calls the factory (see the class).
+            call_timeout: Seconds one call (a reset, a tool call, the reward) may run (60): past it the model reads
+                `CallTimeoutError`, and the episode ends unscored (None under TRL). None: no limit, and calls run in
+                the caller's thread.
+            episode_budget: Seconds all of an episode's calls may run together (600; the model's time between calls
+                is not counted): past it the call running fails with `EpisodeBudgetError`, and the episode ends
+                unscored. None: no limit.
             **config: Passed to the environment's constructor (for the desk, `bundle="desk-v4"`).
         """
-        return cls(LocalProvider(load_environment(environment), **config), chat_template=chat_template)
+        provider = LocalProvider(
+            load_environment(environment), call_timeout=call_timeout, episode_budget=episode_budget, **config
+        )
+        return cls(provider, chat_template=chat_template)
 
     @classmethod
     def mcp(
@@ -56,6 +71,7 @@ class AgentEnv:
         servers: StdioServer | HttpServer | Mapping[str, StdioServer | HttpServer],
         *,
         chat_template: TemplateSource | None = None,
+        episode_budget: float | None = DEFAULT_EPISODE_BUDGET,
         **options: Any,
     ) -> AgentEnv:
         """MCP servers' tools as an environment in this process: their servers start now (the first one of each
@@ -67,12 +83,20 @@ class AgentEnv:
         Args:
             servers: A `StdioServer` (a command) or `HttpServer` (a URL), or several by name (their tools prefixed).
             chat_template: The template to check when no TRL trainer calls the factory (see the class).
+            episode_budget: Seconds all of an episode's calls may run together, as for `local`.
             **options: The rest of `MCPEnvironment`: `reward`, `rows`, `setup`, `tools`, `skip_unpublishable`,
-                `name`, `warm`, `call_timeout`, `start_timeout`, `max_result_chars`.
+                `name`, `warm`, `call_timeout` (an MCP server's call, past which the server is stopped; the
+                session's own call timeout, for the setup and reward functions too, stays at least
+                `MCP_GRACE` seconds longer, so that the server's error is the one the model reads),
+                `start_timeout`, `max_result_chars`.
         """
         from agent_env.mcp import MCPEnvironment
 
-        return cls.local(MCPEnvironment(servers, **options), chat_template=chat_template)
+        environment = MCPEnvironment(servers, **options)
+        call_timeout = max(DEFAULT_CALL_TIMEOUT, environment.call_timeout + MCP_GRACE)
+        return cls.local(
+            environment, chat_template=chat_template, call_timeout=call_timeout, episode_budget=episode_budget
+        )
 
     @classmethod
     def connect(
@@ -81,12 +105,25 @@ class AgentEnv:
         *,
         token: str | None = None,
         timeout: float = 30.0,
+        capacity_wait: float | None = None,
         chat_template: TemplateSource | None = None,
     ) -> AgentEnv:
-        """An environment served by `agent-env serve` (or `build_app`) at `url`; needs the `server` extra."""
+        """An environment served by `agent-env serve` (or `build_app`) at `url`; needs the `server` extra.
+
+        The server bounds each call and each episode (`--call-timeout`, `--episode-budget`); `timeout` bounds each
+        request here, and `capacity_wait` (30 s when None) how long a new episode waits for room on a full server
+        before its reset fails as an infrastructure error (see `RemoteProvider`).
+        """
+        from agent_env.server.capacity import DEFAULT_CAPACITY_WAIT
         from agent_env.server.client import RemoteProvider
 
-        return cls(RemoteProvider(url, token=token, timeout=timeout), chat_template=chat_template)
+        provider = RemoteProvider(
+            url,
+            token=token,
+            timeout=timeout,
+            capacity_wait=DEFAULT_CAPACITY_WAIT if capacity_wait is None else capacity_wait,
+        )
+        return cls(provider, chat_template=chat_template)
 
     @classmethod
     def ray(
@@ -119,16 +156,58 @@ class AgentEnv:
         timeout: float = 60.0,
         name: str | None = None,
         chat_template: TemplateSource | None = None,
+        episode_budget: float | None = DEFAULT_EPISODE_BUDGET,
+        capacity_wait: float | None = None,
     ) -> AgentEnv:
         """An OpenEnv environment with MCP tools at `url`, over its `/ws`; needs the `server` extra.
 
         Its tools are listed now, each schema normalized and checked; calls are validated here before they are
-        sent, and the reward is the last one a step returned. See docs/openenv.md.
+        sent, and the reward is the last one a step returned. `timeout` bounds each answer, `episode_budget` all of
+        an episode's answers together, and `capacity_wait` (30 s when None) how long a new session waits for room on
+        a full server. See docs/openenv.md.
         """
         from agent_env.openenv.client import OpenEnvProvider
+        from agent_env.server.capacity import DEFAULT_CAPACITY_WAIT
 
-        provider = OpenEnvProvider(url, headers=headers, timeout=timeout, name=name)
+        provider = OpenEnvProvider(
+            url,
+            headers=headers,
+            timeout=timeout,
+            name=name,
+            episode_budget=episode_budget,
+            capacity_wait=DEFAULT_CAPACITY_WAIT if capacity_wait is None else capacity_wait,
+        )
         return cls(provider, chat_template=chat_template)
+
+    @classmethod
+    def ors(
+        cls,
+        base_url: str,
+        env_name: str | None = None,
+        *,
+        api_key_env: str | None = None,
+        chat_template: TemplateSource | None = None,
+        **options: Any,
+    ) -> AgentEnv:
+        """An environment of an Open Reward Standard server, in this process; needs the `server` extra.
+
+        Its tools are listed now, each schema normalized and checked; calls are validated here before they are
+        sent; its tasks are `dataset(split)`'s rows; each episode is an ORS session of its own, and its reward is
+        what its results carried. The same description runs anywhere an environment does:
+        `AgentEnv.ray(ORSEnvironment(...))`, `agent-env serve module:name`. See docs/ors.md.
+
+        Args:
+            base_url: The server's URL.
+            env_name: The environment's name on the server; None: the server's only one.
+            api_key_env: The name of the variable that holds the key (never the key itself); None sends none.
+            chat_template: The template to check when no TRL trainer calls the factory (see the class).
+            **options: The rest of `ORSEnvironment`: `name`, `tools`, `skip_unpublishable`, `timeout`,
+                `call_timeout`, `retries`, `start_timeout`, `ping_interval`, `max_result_chars`.
+        """
+        from agent_env.ors import ORSEnvironment
+
+        environment = ORSEnvironment(base_url, env_name, api_key_env, **options)
+        return cls.local(environment, chat_template=chat_template)
 
     def tools(self) -> list[dict[str, Any]]:
         """The published tools: `name`, `description`, `inputSchema`."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import concurrent.futures
 import functools
@@ -19,9 +20,37 @@ def _background_loop() -> asyncio.AbstractEventLoop:
     global _loop
     with _lock:
         if _loop is None or _loop.is_closed():
-            _loop = asyncio.new_event_loop()
+            _loop = new_loop()
             threading.Thread(target=_loop.run_forever, name="agent-env-async-tools", daemon=True).start()
         return _loop
+
+
+_uvloop_preferred = False
+
+
+def prefer_uvloop() -> None:
+    """Make the background loop uvloop's where uvloop is installed, if the loop has not started yet.
+
+    The MCP room asks before its first server starts: its calls make the hottest hop (every synchronous call of an MCP
+    tool, TRL's), it needs the `server` extra, which installs uvloop, and a thread's hop to uvloop's loop and back
+    costs 38 us against 59-69 us on asyncio's (`bench/mcp_episodes.py`, `hop_cost`). Nothing else asks, so a process
+    that uses the loop only for an LLM client or its own async tools imports nothing its extra does not declare; and
+    a loop that already runs stays as it is (asyncio's serves MCP as well, a little slower)."""
+    global _uvloop_preferred
+    _uvloop_preferred = True
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop for the background thread: uvloop's when preferred (`prefer_uvloop`) and installed,
+    asyncio's otherwise."""
+    if _uvloop_preferred:
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -29,20 +58,46 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 
     Every async tool of the process runs on the same loop, so resources an environment opens on it (clients,
     connections) stay usable from one call to the next.
+
+    This is the hop every synchronous call of an async tool makes (TRL's call of an MCP tool on Python 3.11), so it
+    is kept to what it needs: the loop starts the coroutine as a task whose end releases a lock this thread waits
+    on. `asyncio.run_coroutine_threadsafe` would also chain a `concurrent.futures.Future` to the task, under its
+    condition variable, both ways: 35-40 us more a call, in this process's CPU and in the caller's wait
+    (`bench/mcp_episodes.py`, `hop_cost`). Interrupted while it waits (Ctrl-C), the caller stops waiting and the
+    coroutine runs on, as it would under `submit`.
     """
-    return submit(coroutine).result()
+    loop = _background_loop()
+    _refuse_on_the_loop(coroutine)
+    done = _thread.allocate_lock()
+    done.acquire()
+    ended: list[asyncio.Task[T]] = []
+
+    def finished(task: asyncio.Task[T]) -> None:
+        ended.append(task)
+        done.release()
+
+    def start() -> None:  # runs in the caller's context, copied by call_soon_threadsafe, as a task does
+        loop.create_task(coroutine).add_done_callback(finished)
+
+    loop.call_soon_threadsafe(start)
+    done.acquire()
+    return ended[0].result()
 
 
 def submit(coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
     """Start `coroutine` on the background loop and return its future, from any thread but that one's (where
     waiting on it would never end)."""
     loop = _background_loop()
+    _refuse_on_the_loop(coroutine)
+    return asyncio.run_coroutine_threadsafe(coroutine, loop)
+
+
+def _refuse_on_the_loop(coroutine: Coroutine[Any, Any, Any]) -> None:
     if threading.current_thread().name == "agent-env-async-tools":
         coroutine.close()
         raise RuntimeError(
             "an async tool was called synchronously from inside another async tool; await it instead"
         )
-    return asyncio.run_coroutine_threadsafe(coroutine, loop)
 
 
 async def on_background_loop(coroutine: Coroutine[Any, Any, T]) -> T:

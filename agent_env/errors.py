@@ -98,6 +98,8 @@ class UnscoredEpisodeError(AgentEnvError, RuntimeError):
             with it; any other is None once it crossed (`why` says what it was).
         crossed: Whether it came over a wire or through a pickle from the process that ran the episode (a server,
             a Ray actor), whose log holds its traceback; False where it was raised.
+        starting: Whether the episode failed to start (its `reset` or `setup` raised): then it never ran, and the
+            message says it could not start, not that it could not be scored.
     """
 
     code = "unscored_episode"
@@ -105,7 +107,13 @@ class UnscoredEpisodeError(AgentEnvError, RuntimeError):
     """Whether a service outside the episode failed (so the episode says nothing about the model)."""
 
     def __init__(
-        self, why: str, *, environment: str = "", episode: str = "", cause: BaseException | None = None
+        self,
+        why: str,
+        *,
+        environment: str = "",
+        episode: str = "",
+        cause: BaseException | None = None,
+        starting: bool = False,
     ) -> None:
         super().__init__(why)
         self.why = why
@@ -113,23 +121,26 @@ class UnscoredEpisodeError(AgentEnvError, RuntimeError):
         self.episode = episode
         self.cause = cause
         self.crossed = False
+        self.starting = starting
 
-    def named(self, environment: str, episode: str) -> UnscoredEpisodeError:
-        """This error, naming `environment` and `episode` unless it names them already; returns itself."""
+    def named(self, environment: str, episode: str, *, starting: bool = False) -> UnscoredEpisodeError:
+        """This error, naming `environment` and `episode` unless it names them already (and, with `starting`, an
+        episode that failed to start); returns itself."""
         self.environment = self.environment or environment
         self.episode = self.episode or episode
+        self.starting = self.starting or starting
         return self
 
     def __str__(self) -> str:
         if not self.environment:
             return self.why
         episode = f" the episode of {self.episode}" if self.episode else " an episode"
-        return f"{self.environment} could not score{episode}: {self.why}"
+        return f"{self.environment} could not {'start' if self.starting else 'score'}{episode}: {self.why}"
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Its names travel, and an agent_env cause; any other cause may not pickle, and `why` says what it was.
         cause = self.cause if isinstance(self.cause, AgentEnvError) else None
-        return (_rebuilt, (type(self), self.why, self.environment, self.episode, cause))
+        return (_rebuilt, (type(self), self.why, self.environment, self.episode, cause, self.starting))
 
 
 def _rebuilt(
@@ -138,9 +149,10 @@ def _rebuilt(
     environment: str,
     episode: str,
     cause: BaseException | None = None,
+    starting: bool = False,
 ) -> UnscoredEpisodeError:
     """An `UnscoredEpisodeError` (or subclass) unpickled with its names, which `Exception`'s pickling drops."""
-    error = cls(why, environment=environment, episode=episode, cause=cause)
+    error = cls(why, environment=environment, episode=episode, cause=cause, starting=starting)
     error.crossed = True
     return error
 
@@ -192,6 +204,36 @@ class RemoteError(ProviderError, ConnectionError):
     user's endpoint. Not the model's to fix, so an evaluation ends the episode unscored rather than blaming it."""
 
     code = "remote_error"
+
+
+class CallTimeoutError(RemoteError, TimeoutError):
+    """A call (a reset, a tool call, reading the reward) did not finish in time: past its call timeout (a tool that
+    never returns, a server or actor that does not answer), or past what was left of its episode's time budget
+    (`EpisodeBudgetError`).
+
+    The model reads it, as any failed call; then the episode has ended, its state unknown (the call may still be
+    running: a Python thread cannot be stopped), so it is never scored: reading its reward raises
+    `TimedOutEpisodeError`, which a trainer leaves out (None) and an evaluation counts by this error's code.
+    """
+
+    code = "call_timeout"
+
+
+class EpisodeBudgetError(CallTimeoutError):
+    """A call did not finish within what was left of its episode's time budget: the wall-clock time all the
+    episode's calls (its reset, tool calls and reward) may take together."""
+
+    code = "episode_budget"
+
+
+class TimedOutEpisodeError(UnscoredEpisodeError):
+    """An episode that ended on a call that did not finish in time (its `cause`: a `CallTimeoutError`, or an
+    `EpisodeBudgetError`), so it cannot be scored: what the call did is unknown, and it says nothing about the model.
+    A trainer leaves it out of its group (None), as an infrastructure failure; an evaluation ends it unscored and
+    counts it by its cause's code (`call_timeout`, `episode_budget`)."""
+
+    code = "timed_out_episode"
+    infrastructure = True
 
 
 class ModelEndpointError(RemoteError):

@@ -8,29 +8,46 @@ import logging
 import math
 import numbers
 import reprlib
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from types import TracebackType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
+from agent_env._deadline import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_EPISODE_BUDGET,
+    Deadline,
+    Overran,
+    abandoned_calls,
+    await_bounded,
+    check_limit,
+    run_bounded,
+    run_coroutine_bounded,
+)
 from agent_env._loop import run_sync
 from agent_env._rows import check_row, dataset_rows
 from agent_env.environment import Environment, EnvironmentSource, environment_class_of, source_of
 from agent_env.errors import (
     AgentEnvError,
+    CallTimeoutError,
     DatasetRowsError,
+    EpisodeBudgetError,
     EpisodeEndedError,
     EpisodeNotStartedError,
     EpisodeStateError,
     InfrastructureFailedError,
     ModelEndpointError,
     ProviderError,
+    RemoteError,
     RewardError,
     SessionClosedError,
+    TimedOutEpisodeError,
     ToolFailedError,
     UnscoredEpisodeError,
     raised_text,
@@ -39,6 +56,8 @@ from agent_env.schema._describe import short
 from agent_env.tools import END_TURN, Tool
 
 logger = logging.getLogger("agent_env.session")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -148,6 +167,13 @@ class EpisodeState(Enum):
 class LocalSession(Session):
     """A session on an `Environment` instance in this process: the one place where calls are checked and run.
 
+    With a `call_timeout` or an `episode_budget`, the environment's code (its reset, each tool, end_turn, its reward)
+    runs under them: a synchronous call on a worker thread, an async one cancelled at its timeout. A call that does
+    not finish in time fails with `CallTimeoutError` (`EpisodeBudgetError` when the budget ran out), which the model
+    reads; the episode has then ended, and its reward raises `TimedOutEpisodeError`. The instance is never used again
+    (a thread still running a call may yet change it): it is closed once that call returns, and the next `reset`
+    builds a fresh one with `renew`.
+
     Args:
         environment: The environment instance the episodes run on.
         start_hint: How the session's user starts an episode, as its messages say it ("call reset(...)"; a
@@ -155,11 +181,26 @@ class LocalSession(Session):
             cannot make).
         where: Where the session runs, as its log lines say it (a server names the episode and its host); never
             in what the model reads.
+        call_timeout: Seconds one call may run; None for no limit (a server or a Ray actor, which bound calls
+            themselves, builds its sessions so).
+        episode_budget: Seconds all of an episode's calls may run together (the time between calls, when the model
+            generates, is not counted); None for no limit.
+        renew: Builds a fresh environment instance, for the episode after one whose call did not finish in time;
+            without it, such a session starts no more episodes.
     """
 
     def __init__(
-        self, environment: Environment, *, start_hint: str = START_HINT, where: str = "in process"
+        self,
+        environment: Environment,
+        *,
+        start_hint: str = START_HINT,
+        where: str = "in process",
+        call_timeout: float | None = None,
+        episode_budget: float | None = None,
+        renew: Callable[[], Environment] | None = None,
     ) -> None:
+        check_limit("call_timeout", call_timeout)
+        check_limit("episode_budget", episode_budget)
         self.environment = environment
         self.state = EpisodeState.NEW
         self.start_hint = start_hint
@@ -167,7 +208,13 @@ class LocalSession(Session):
         self.episode = f"({where})"
         """How messages name the current episode: its row's id (or the row) and where it runs."""
         self._ended_by = "end_turn was called"
-        self._unscorable: ModelEndpointError | None = None
+        self._unscorable: RemoteError | None = None
+        """What ended the episode so that it cannot be scored: a model it asks that failed, a call out of time."""
+        no_limits = call_timeout is None and episode_budget is None
+        self._deadline = None if no_limits else Deadline(call_timeout, episode_budget)
+        self._renew = renew
+        self._retired = False
+        """Whether a call on the instance did not finish in time: it is never used again."""
 
     def tools(self) -> list[dict[str, Any]]:
         return type(self.environment).tools.published
@@ -177,10 +224,14 @@ class LocalSession(Session):
         check_row(type(self.environment), row)
         self.state = EpisodeState.NEW  # a reset that fails leaves no episode running, not the last one
         self.episode = episode_label(row, self.where)
+        if self._deadline is not None:
+            self._deadline.begin()
         try:
-            observation = checked_observation(self.environment.reset(**row))
+            if self._retired:
+                self._take_fresh_environment()
+            observation = checked_observation(self._bounded(partial(self.environment.reset, **row), "reset"))
         except Exception as error:
-            raise self._unscored(error, "its reset raised")  # noqa: B904 (its cause is set)
+            raise self._unscored(error, "its reset raised", starting=True)  # noqa: B904 (its cause is set)
         self.state = EpisodeState.RUNNING
         self._ended_by = "end_turn was called"
         self._unscorable = None
@@ -190,10 +241,7 @@ class LocalSession(Session):
         tool = self._running_tool(name, arguments)
         try:
             kwargs = tool.bind(arguments)
-            result = tool.function(self.environment, **kwargs)
-            if tool.is_async:
-                result = run_sync(result)
-            text = as_text(result)
+            text = as_text(self._run_tool(tool, kwargs))
         except Exception as error:
             failure = self._failure(tool, error)
             self._heard(name, arguments, None, failure)
@@ -205,10 +253,7 @@ class LocalSession(Session):
         tool = self._running_tool(name, arguments)
         try:
             kwargs = tool.bind(arguments)
-            result = tool.function(self.environment, **kwargs)
-            if tool.is_async:
-                result = await result
-            text = as_text(result)
+            text = as_text(await self._arun_tool(tool, kwargs))
         except Exception as error:
             failure = self._failure(tool, error)
             self._heard(name, arguments, None, failure)
@@ -228,10 +273,12 @@ class LocalSession(Session):
             self._end_before_scoring()
         if (
             self._unscorable is not None
-        ):  # a model the environment asks failed and ended it: no reward was earned
+        ):  # a model it asks failed, or a call ran out of time: nothing was earned
             raise self._unscored(self._unscorable, "")
         try:
-            return checked_reward(type(self.environment).__name__, self.environment.reward())
+            return checked_reward(
+                type(self.environment).__name__, self._bounded(self.environment.reward, "reward()")
+            )
         except Exception as error:
             raise self._unscored(error, "its reward() raised")  # noqa: B904 (its cause is set)
 
@@ -243,22 +290,22 @@ class LocalSession(Session):
         self.state = EpisodeState.ENDED  # whatever end_turn does, the episode takes no more calls
         self._ended_by = REWARD_ENDS
         try:
-            result = tool.function(self.environment, **kwargs)
-            if tool.is_async:
-                run_sync(result)
+            self._run_tool(tool, kwargs)
         except Exception as error:
             raise self._unscored(  # noqa: B904 (its cause is set)
                 error, "its end_turn, run to end the episode before its reward is read, raised"
             )
 
-    def _unscored(self, error: Exception, what: str) -> Exception:
+    def _unscored(self, error: Exception, what: str, *, starting: bool = False) -> Exception:
         """The error a failure of the environment's code in `reset` or `reward` is raised as (see `unscored`)."""
-        return unscored(error, what, environment=type(self.environment).__name__, episode=self.episode)
+        return unscored(
+            error, what, environment=type(self.environment).__name__, episode=self.episode, starting=starting
+        )
 
     def score(self) -> Score:
         reward = self.reward()
         try:
-            breakdown = self.environment.reward_breakdown()
+            breakdown = self._bounded(self.environment.reward_breakdown, "reward_breakdown()")
         except Exception as error:
             raise self._unscored(error, "its reward_breakdown() raised")  # noqa: B904 (its cause is set)
         return Score(reward, breakdown)
@@ -269,7 +316,101 @@ class LocalSession(Session):
     def close(self) -> None:
         if self.state is not EpisodeState.CLOSED:
             self.state = EpisodeState.CLOSED
-            self.environment.close()
+            if not self._retired:  # a retired instance is closed once its late call returns
+                self.environment.close()
+
+    def _run_tool(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
+        """Run a tool's function on the instance, under the deadline when the session has one. A call out of time,
+        whether the deadline's or the tool's own (an MCP server that did not answer), ends the episode."""
+        action = f"tool '{tool.name}'"
+        try:
+            if not tool.is_async:
+                return self._bounded(partial(tool.function, self.environment, **kwargs), action)
+            if self._deadline is None:
+                return run_sync(tool.function(self.environment, **kwargs))
+            coroutine = tool.function(self.environment, **kwargs)
+            return self._bounded(partial(run_coroutine_bounded, coroutine), action, True)
+        except CallTimeoutError as error:
+            self._time_out(error, action)
+            raise
+
+    async def _arun_tool(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
+        """`_run_tool` for async callers: an async tool on the caller's loop, a synchronous one off it."""
+        action = f"tool '{tool.name}'"
+        try:
+            if self._deadline is None:
+                result = tool.function(self.environment, **kwargs)
+                return await result if tool.is_async else result
+            if not tool.is_async:
+                return await asyncio.to_thread(self._run_tool, tool, kwargs)
+            started = time.monotonic()
+            try:
+                return await await_bounded(
+                    tool.function(self.environment, **kwargs), self._deadline.timeout()
+                )
+            except Overran as overran:
+                raise self._overran(overran, action) from None
+            finally:
+                self._deadline.charge(time.monotonic() - started)
+        except CallTimeoutError as error:
+            self._time_out(error, action)
+            raise
+
+    def _bounded(self, function: Callable[..., T], action: str, is_coroutine: bool = False) -> T:
+        """`function()` (the environment's code) under the session's deadline, if it has one: on a worker thread, or
+        given the timeout as its one argument (`is_coroutine`: it runs a coroutine that it cancels); past it, the
+        episode ends and `CallTimeoutError` (or `EpisodeBudgetError`) is raised."""
+        deadline = self._deadline
+        if deadline is None:
+            return function()
+        started = time.monotonic()
+        try:
+            if is_coroutine:
+                return function(deadline.timeout())
+            return run_bounded(function, deadline.timeout())
+        except Overran as overran:
+            raise self._overran(overran, action) from None
+        finally:
+            deadline.charge(time.monotonic() - started)
+
+    def _overran(self, overran: Overran, action: str) -> CallTimeoutError:
+        """End the episode on `action`, a call that did not finish in time, and retire the instance: it is closed
+        once nothing runs in it, and never used again. Returns the error the call fails with."""
+        assert self._deadline is not None, "only a session with a deadline gives up on a call"
+        error = self._deadline.expired(
+            action, whose="its", then="what it did is unknown, so the episode has ended"
+        )
+        self._time_out(error, action)
+        self._retired = True
+        environment = self.environment
+        overran.after(partial(_close_quietly, environment))
+        logger.warning(
+            "agent_env: %s of %s did not finish in time %s; its instance is retired (%d calls of this process given up "
+            "on are still running)",
+            action,
+            type(environment).__name__,
+            self.where,
+            abandoned_calls(),
+        )
+        return error
+
+    def _time_out(self, error: CallTimeoutError, action: str) -> None:
+        """End the episode on `action`, a call that did not finish in time: it is never scored."""
+        if self._unscorable is error:
+            return
+        self.state, self._ended_by = EpisodeState.ENDED, timed_out_ending(error, action)
+        self._unscorable = error
+        error.ended = self._ended_by
+
+    def _take_fresh_environment(self) -> None:
+        """Replace the retired instance with a fresh one (`renew`), or refuse to start an episode without one."""
+        if self._renew is None:
+            raise TimedOutEpisodeError(
+                "a call of its last episode did not finish in time, so its environment instance may still be in use, "
+                "and this session has no way to build another (`renew`): open a new session"
+            )
+        self.environment = self._renew()
+        self._retired = False
 
     def _running_tool(self, name: str, arguments: Any) -> Tool:
         """The tool called `name`, once the episode is known to be running. A name no tool has is refused first,
@@ -350,31 +491,81 @@ PASSED_ON: tuple[type[AgentEnvError], ...] = (EpisodeStateError, DatasetRowsErro
 cannot take, and a failure of where the episode runs (a served episode gone, an MCP server dead)."""
 
 
-def unscored(error: Exception, what: str, *, environment: str, episode: str) -> Exception:
-    """The error a session raises when `error` came out of the environment's `reset` or `reward`: an
-    `UnscoredEpisodeError`, the one the environment raised (naming `environment` and `episode`) or a new one saying
-    `what` raised `error` (whatever it is, an environment's own `AgentEnvError` or `ToolError` included), unless
-    `error` is one of `PASSED_ON`, which is the caller's or the provider's, not the environment's code failing.
+def unscored(
+    error: Exception, what: str, *, environment: str, episode: str, starting: bool = False
+) -> Exception:
+    """The error a session raises when `error` came out of the environment's `reset` or `reward` (`starting`: out of
+    its `reset`, so the episode never started): an `UnscoredEpisodeError`, the one the environment raised (naming
+    `environment` and `episode`) or a new one saying `what` raised `error` (whatever it is, an environment's own
+    `AgentEnvError` or `ToolError` included), unless `error` is one of `PASSED_ON`, which is the caller's or the
+    provider's, not the environment's code failing. A call that did not finish in time is a `TimedOutEpisodeError`,
+    and a model the environment asks failing an `InfrastructureFailedError`: neither says anything of the model.
 
     A new error has `error` as its `__cause__` already, so a logged traceback shows where `error` was raised.
     """
     if isinstance(error, UnscoredEpisodeError):
-        return error.named(environment, episode)
-    if isinstance(
+        return error.named(environment, episode, starting=starting)
+    failure: Exception
+    if isinstance(error, CallTimeoutError):  # what the late call did is unknown
+        failure = timed_out_episode(error, environment=environment, episode=episode, starting=starting)
+    elif isinstance(
         error, ModelEndpointError
     ):  # not the model's failing, nor the environment's code: a service's
-        failure: Exception = InfrastructureFailedError(
-            str(error), environment=environment, episode=episode, cause=error
+        failure = InfrastructureFailedError(
+            str(error), environment=environment, episode=episode, cause=error, starting=starting
         )
-        failure.__cause__ = error
-        return failure
-    if isinstance(error, PASSED_ON):
+    elif isinstance(error, PASSED_ON):
         return error
-    failure = UnscoredEpisodeError(
-        f"{what} {raised_text(error)}", environment=environment, episode=episode, cause=error
+    else:
+        failure = UnscoredEpisodeError(
+            f"{what} {raised_text(error)}",
+            environment=environment,
+            episode=episode,
+            cause=error,
+            starting=starting,
+        )
+    failure.__cause__ = error
+    return failure
+
+
+REFUSED_ROW: tuple[type[Exception], ...] = (ValueError, LookupError, TypeError)
+"""What an environment's `reset` raises when it refuses its row (an unknown task id, a value of the wrong kind): the
+exceptions Python code raises for an argument it cannot take."""
+
+
+def refused_row(error: BaseException) -> bool:
+    """Whether `error`, an episode that failed to start, is its row's being refused (`REFUSED_ROW` from the
+    environment's `reset`) rather than the environment's own code failing: a server logs the one in a line, the
+    other with its traceback."""
+    return isinstance(error, UnscoredEpisodeError) and error.starting and isinstance(error.cause, REFUSED_ROW)
+
+
+def timed_out_episode(
+    error: CallTimeoutError, *, environment: str = "", episode: str = "", starting: bool = False
+) -> TimedOutEpisodeError:
+    """The error reading the reward of an episode that ended on `error`, a call that did not finish in time (or a
+    reset that did not, `starting`), raises on every kind of session: unscored, and left out by a trainer."""
+    failure = TimedOutEpisodeError(
+        str(error), environment=environment, episode=episode, cause=error, starting=starting
     )
     failure.__cause__ = error
     return failure
+
+
+def timed_out_ending(error: CallTimeoutError, action: str) -> str:
+    """Why an episode has ended when `action`, one of its calls, did not finish in time, as later calls' errors say
+    it ("tool 'x' was not run: the episode has ended (tool 'sleep' did not finish in time) ...")."""
+    if isinstance(error, EpisodeBudgetError):
+        return f"its time budget ran out during {action}"
+    return f"{action} did not finish in time"
+
+
+def _close_quietly(environment: Environment) -> None:
+    """Close a retired instance once its late call has returned; a failure is logged, never raised (no one waits)."""
+    try:
+        environment.close()
+    except Exception:
+        logger.exception("agent_env: closing a retired %s failed", type(environment).__name__)
 
 
 def episode_label(row: Mapping[str, Any], where: str) -> str:
@@ -454,20 +645,45 @@ class LocalProvider:
 
     A class built from an `EnvironmentSource` (an `MCPEnvironment`) travels as its source, and each process builds
     it again (starting its servers there).
+
+    Args:
+        environment: The environment class, or the source one is built from.
+        call_timeout: Seconds one call of an episode (its reset, a tool, its reward) may run; None for no limit.
+        episode_budget: Seconds all of an episode's calls may run together; None for no limit.
+        **config: Passed to the environment's constructor.
     """
 
-    def __init__(self, environment: type[Environment] | EnvironmentSource, **config: Any) -> None:
+    def __init__(
+        self,
+        environment: type[Environment] | EnvironmentSource,
+        *,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+        episode_budget: float | None = DEFAULT_EPISODE_BUDGET,
+        **config: Any,
+    ) -> None:
+        check_limit("call_timeout", call_timeout)
+        check_limit("episode_budget", episode_budget)
         self.environment = environment_class_of(environment)
         self.config = config
         self.name = self.environment.__name__
+        self.call_timeout = call_timeout
+        self.episode_budget = episode_budget
 
     def tools(self) -> list[dict[str, Any]]:
         """The environment's published tools, without opening an episode."""
         return self.environment.tools.published
 
     def open(self) -> LocalSession:
-        """A new session on a fresh environment instance."""
-        return LocalSession(self.environment(**self.config))
+        """A new session on a fresh environment instance, under the provider's call timeout and episode budget."""
+        return LocalSession(
+            self._build(),
+            call_timeout=self.call_timeout,
+            episode_budget=self.episode_budget,
+            renew=self._build,
+        )
+
+    def _build(self) -> Environment:
+        return self.environment(**self.config)
 
     def dataset_rows(self, split: str) -> list[dict[str, Any]]:
         """The rows of a dataset split, each one a valid `reset(**row)` (or `DatasetRowsError` naming the keys)."""
@@ -478,10 +694,16 @@ class LocalProvider:
         self.environment.shutdown()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"environment": source_of(self.environment) or self.environment, "config": self.config}
+        return {
+            "environment": source_of(self.environment) or self.environment,
+            "config": self.config,
+            "call_timeout": self.call_timeout,
+            "episode_budget": self.episode_budget,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["environment"], **state["config"])  # type: ignore[misc]
+        limits = {key: state[key] for key in ("call_timeout", "episode_budget") if key in state}
+        self.__init__(state["environment"], **limits, **state["config"])  # type: ignore[misc]
 
 
 class Provider(Protocol):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -239,6 +240,20 @@ def _schema_and_converter(
     parameters = Parameters.of(function, name)
     parameters.check_explicit(explicit)
     return explicit, ExplicitArguments(parameters.python_names())
+
+
+_NOT_IDENTIFIER = re.compile(r"\W", re.ASCII)
+
+
+def python_identifier(name: str) -> str:
+    """The name a tool listed by another server (MCP, ORS) is published under when its own cannot be a Python
+    identifier, which TRL's call parsers need under every template: every character that cannot be in one made `_`
+    (`get-sum` -> `get_sum`), a `tool_` before a digit (`3d-print` -> `tool_3d_print`), and a `_` after a keyword
+    (`import` -> `import_`), which cannot name a function either. An identifier comes back as it is."""
+    safe = name if name.isidentifier() else _NOT_IDENTIFIER.sub("_", name)
+    if safe[:1].isdigit():
+        safe = f"tool_{safe}"
+    return f"{safe}_" if keyword.iskeyword(safe) else safe
 
 
 def _check_name(name: str) -> None:

@@ -9,7 +9,7 @@ forms: a server without these is not one anyone should run, which is why it live
 the in-process call's, is the least that serving over HTTP from Python costs here; what `agent-env serve` spends
 above it is agent_env's part.
 
-    python bench/_floor.py ENVIRONMENT PORT
+    python bench/_floor.py ENVIRONMENT PORT [uvicorn|granian]
 """
 
 from __future__ import annotations
@@ -79,6 +79,11 @@ def main() -> None:
     from agent_env.server._serve import uvicorn_options
 
     app = FloorApp(sys.argv[1])
+    if len(sys.argv) > 3 and sys.argv[3] == "granian":
+        from testbed.granian import run_granian
+
+        run_granian(app, int(sys.argv[2]))
+        return
     uvicorn.run(
         app,
         host="127.0.0.1",

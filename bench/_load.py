@@ -116,9 +116,16 @@ async def drive(
         started = time.perf_counter()
         answer = await connection.request(calls[len(latencies) % len(calls)])
         latencies.append(time.perf_counter() - started)
-        if answer.status != 200 or b'"isError":true' in answer.body:
+        if answer.status != 200 or b'"isError":true' in answer.body or _ors_failed(answer.body):
             raise RuntimeError(f"answered {answer.status}: {answer.body[:300]!r}")
     return latencies
+
+
+def _ors_failed(body: bytes) -> bool:
+    """Whether an ORS call's stream ended in an error, a refusal, or a tool's error."""
+    return body.startswith(b"event: task_id") and (
+        b"event: error" in body or b'"ok":false' in body or b'"metadata":{"error"' in body
+    )
 
 
 MCP_ACCEPT = (b"accept", b"application/json, text/event-stream")
@@ -158,14 +165,28 @@ def mcp_call(name: str, arguments: Any, headers: tuple[tuple[bytes, bytes], ...]
     return Call("POST", f"/mcp{query}", body, headers)
 
 
+async def ors_session(connection: Connection, row: dict[str, Any]) -> tuple[tuple[bytes, bytes], ...]:
+    """Open an ORS session on `connection` (`/create_session`, then `/create` with the row as its task); the headers
+    its calls carry."""
+    answer = await connection.request(Call("POST", "/create_session", {}))
+    sid = answer.body.split(b"data: ", 1)[1].split(b"\r\n", 1)[0]
+    headers = ((b"x-session-id", sid),)
+    answer = await connection.request(Call("POST", "/create", {"task_spec": row}, headers))
+    if answer.status != 200:
+        raise RuntimeError(f"/create answered {answer.status}: {answer.body[:300]!r}")
+    return headers
+
+
 @dataclass(frozen=True)
 class Plan:
-    """What each episode of a load does: over which surface (`control`: the control API; `mcp`: an MCP session),
-    from which rows (episode `i` starts from row `i` mod their number), and its calls in order (cycled)."""
+    """What each episode of a load does: over which surface (`control`: the control API; `mcp`: an MCP session;
+    `ors`: an ORS session, the environment named `ors_name` on the wire), from which rows (episode `i` starts from
+    row `i` mod their number), and its calls in order (cycled)."""
 
     surface: str
     rows: list[dict[str, Any]]
     calls: list[tuple[str, Any]]
+    ors_name: str = ""
 
 
 async def open_episode(connection: Connection, plan: Plan, index: int) -> list[Call]:
@@ -175,6 +196,12 @@ async def open_episode(connection: Connection, plan: Plan, index: int) -> list[C
         query = "?" + "&".join(f"{key}={value}" for key, value in row.items()) if row else ""
         headers = await mcp_session(connection, query)
         return [mcp_call(name, arguments, headers, query) for name, arguments in plan.calls]
+    if plan.surface == "ors":
+        headers = await ors_session(connection, row)
+        path = f"/{plan.ors_name}/call"
+        return [
+            Call("POST", path, {"name": name, "input": arguments}, headers) for name, arguments in plan.calls
+        ]
     answer = await connection.request(Call("POST", "/episodes", row))
     if answer.status != 201:
         raise RuntimeError(f"opening an episode answered {answer.status}: {answer.body[:300]!r}")

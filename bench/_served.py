@@ -30,19 +30,35 @@ if "openenv_prefix" in settings:  # JSON cannot carry a surface; a checkout from
         settings["surfaces"] = [OpenEnvSurface(settings.pop("openenv_prefix"))]
     except ImportError:
         pass
+if settings.pop("ors", False):  # the ORS surface at the root
+    from agent_env.ors import ORSSurface
+    settings["surfaces"] = [*settings.get("surfaces", []), ORSSurface()]
 app = build_app(sys.argv[1], **settings)
-options = uvicorn_options()
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning", access_log=False, **options)
+if sys.argv[4] == "granian":
+    from testbed.granian import run_granian
+    run_granian(app, int(sys.argv[3]))
+else:
+    options = uvicorn_options()
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning", access_log=False, **options)
 """
+STACKS = ("uvicorn", "granian")
+"""The servers an app can run under here: `agent-env serve`'s uvicorn stack, and granian (`testbed/granian.py`)."""
 
 
 @contextlib.contextmanager
 def served(
-    environment: str, *, source: Path | None = None, floor: bool = False, **settings: Any
+    environment: str,
+    *,
+    source: Path | None = None,
+    floor: bool = False,
+    stack: str = "uvicorn",
+    **settings: Any,
 ) -> Iterator[tuple[str, psutil.Process]]:
     """Serve `environment` with `build_app(environment, **settings)`: yields (base URL, the server's process).
-    `openenv_prefix=` in `settings` serves OpenEnv's surface there (`surfaces=[OpenEnvSurface(prefix)]`).
-    `floor=True` serves it with `bench/_floor.py`'s bare app instead (no settings), under the same uvicorn stack.
+    `openenv_prefix=` in `settings` serves OpenEnv's surface there (`surfaces=[OpenEnvSurface(prefix)]`), and
+    `ors=True` the ORS surface at the root (`ORSSurface()`).
+    `floor=True` serves it with `bench/_floor.py`'s bare app instead (no settings). `stack` is the server under the
+    app: `agent-env serve`'s uvicorn stack, or granian (one of `STACKS`).
 
     `source`, when given, is a checkout of agent_env whose code serves instead of this one (`baseline` makes one),
     so that two versions are measured in one run. The server is stopped on exit (terminated, then killed if it has
@@ -54,12 +70,16 @@ def served(
     if floor:
         if source is not None or settings:
             raise ValueError("the floor's bare app serves this checkout, with no settings")
-        command = [sys.executable, str(Path(__file__).with_name("_floor.py")), environment, str(port)]
+        command = [sys.executable, str(Path(__file__).with_name("_floor.py")), environment, str(port), stack]
     else:
-        command = [sys.executable, "-c", _SERVER, environment, json.dumps(settings), str(port)]
+        command = [sys.executable, "-c", _SERVER, environment, json.dumps(settings), str(port), stack]
+    if stack not in STACKS:
+        raise ValueError(f"stack must be one of {STACKS}, not {stack!r}")
     environ = os.environ.copy()
-    if source is not None:
-        environ["PYTHONPATH"] = os.pathsep.join([str(source), environ.get("PYTHONPATH", "")])
+    root = str(Path(__file__).resolve().parents[1])  # the repository, for testbed.granian
+    environ["PYTHONPATH"] = os.pathsep.join(
+        [*([str(source)] if source is not None else []), environ.get("PYTHONPATH", ""), root]
+    )
     process = subprocess.Popen(command, env=environ, cwd=source)  # `-c` puts the working folder first
     url = f"http://127.0.0.1:{port}"
     try:

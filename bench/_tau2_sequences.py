@@ -577,3 +577,47 @@ def episodes(domain: str, task: Task, base: Any, writes: set[str]) -> Iterator[t
                 True,
             )
             break
+
+
+def failing_after_changes(domain: str, db: Any) -> Iterator[tuple[str, list[Call]]]:
+    """Sequences whose call fails after changing the database (tau2-bench keeps the change; agent_env undoes it):
+    for every airline user with a gift card, a certificate and a credit card, a booking whose reservation refuses
+    its count of bags (1e308, an integer to the schema), and one that lists the certificate twice."""
+    if domain != "airline":
+        return
+    for user in db.users.values():
+        kinds = {method.source: key for key, method in user.payment_methods.items()}
+        if (
+            not {"gift_card", "certificate", "credit_card"} <= set(kinds)
+            or user.payment_methods[kinds["gift_card"]].amount < 2
+        ):
+            continue
+        flight, date, fare = next(
+            (f, d, int(s.prices["economy"]))
+            for f in db.flights.values()
+            for d, s in f.dates.items()
+            if s.status == "available" and s.available_seats["economy"] > 0
+        )
+        booking = {
+            "user_id": user.user_id, "origin": flight.origin, "destination": flight.destination,
+            "flight_type": "one_way", "cabin": "economy",
+            "flights": [{"flight_number": flight.flight_number, "date": date}],
+            "passengers": [{"first_name": "Ana", "last_name": "Test", "dob": "1990-01-01"}],
+            "payment_methods": [{"payment_id": kinds["credit_card"], "amount": fare}],
+            "total_baggages": 1e308, "nonfree_baggages": 0, "insurance": "no",
+        }  # fmt: skip
+        twice = {
+            **booking,
+            "total_baggages": 0,
+            "payment_methods": [
+                {"payment_id": kinds["gift_card"], "amount": 1},
+                {"payment_id": kinds["certificate"], "amount": 1},
+                {"payment_id": kinds["certificate"], "amount": 1},
+                {"payment_id": kinds["credit_card"], "amount": fare - 3},
+            ],
+        }
+        yield f"{user.user_id}: a booking of 1e308 bags", [("assistant", "book_reservation", booking)]
+        yield (
+            f"{user.user_id}: a booking paid with a certificate twice",
+            [("assistant", "book_reservation", twice)],
+        )

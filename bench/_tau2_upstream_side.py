@@ -13,6 +13,14 @@ tau2-bench and the standard library only, and holds none of tau2-bench's code: i
 - `{"op": "evaluate", "domain": d, "task": id, "messages": [...], "termination": t, "without": [part, ...]}`:
   `evaluate_simulation` on those messages (after the task's own history), strict replay, the task's reward basis
   without the parts named (an NL assertion needs an LLM; none is called here).
+- `{"op": "orchestrate", "domain": d, "task": id, "agent": [message, ...], "user": [text, ...], "max_steps": n,
+  "max_errors": n, "without": [part, ...]}`: tau2-bench's own half-duplex `Orchestrator` plays the task with its own
+  environment, the agent's messages and the user's texts replayed in order (a participant asked for more than its
+  script holds ends the run as an error, named); answered with how it ended, its step count, each tool message
+  (content and error) and the user's messages, and `evaluate_simulation`'s reward and parts on its trajectory.
+- `{"op": "prompts", "domain": d}`: what upstream's `LLMAgent.system_prompt` gives for the domain's policy, and what
+  `UserSimulator.system_prompt` gives for each task (with the domain's user tools, when it has any), as
+  `runner/build.py` builds them.
 """
 
 from __future__ import annotations
@@ -177,6 +185,118 @@ class Domain:
         }
         return {"reward": info.reward, "parts": parts}
 
+    def orchestrate(self, request: dict[str, Any]) -> Any:
+        from tau2.agent.base_agent import HalfDuplexAgent
+        from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage, UserMessage
+        from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
+        from tau2.orchestrator.orchestrator import Orchestrator
+        from tau2.user.user_simulator_base import HalfDuplexUser
+
+        class ScriptRanOut(Exception):
+            pass
+
+        agent_script = list(request["agent"])
+        user_script = list(request["user"])
+
+        class ReplayAgent(HalfDuplexAgent):  # says the recorded replies, in order, whatever it reads
+            def get_init_state(self, message_history: Any = None) -> Any:
+                return None
+
+            def generate_next_message(self, message: Any, state: Any) -> Any:
+                if not agent_script:
+                    raise ScriptRanOut(
+                        "tau2-bench's orchestrator asked the agent for a reply the episode never had"
+                    )
+                item = agent_script.pop(0)
+                calls = [
+                    ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
+                    for c in item.get("tool_calls") or []
+                ]
+                return AssistantMessage(
+                    role="assistant", content=item.get("content") or None, tool_calls=calls or None
+                ), state
+
+            def set_seed(self, seed: int) -> None:
+                pass
+
+        class ReplayUser(HalfDuplexUser):  # says the recorded user's words, in order
+            def get_init_state(self, message_history: Any = None) -> Any:
+                return None
+
+            def generate_next_message(self, message: Any, state: Any) -> Any:
+                if not user_script:
+                    raise ScriptRanOut(
+                        "tau2-bench's orchestrator asked the user for an answer the episode never had"
+                    )
+                return UserMessage(role="user", content=user_script.pop(0)), state
+
+            def set_seed(self, seed: int) -> None:
+                pass
+
+        task = self.tasks[request["task"]].model_copy(deep=True)
+        without = request.get("without") or []
+        if task.evaluation_criteria is not None and without:
+            task.evaluation_criteria.reward_basis = [
+                part for part in task.evaluation_criteria.reward_basis if part.value not in without
+            ]
+        env = self.get_environment()
+        orchestrator = Orchestrator(
+            domain=self.name,
+            agent=ReplayAgent(tools=env.get_tools(), domain_policy=env.get_policy()),
+            user=ReplayUser(),
+            environment=env,
+            task=task,
+            max_steps=request["max_steps"],
+            max_errors=request["max_errors"],
+        )
+        try:
+            simulation = orchestrator.run()
+        except ScriptRanOut as error:
+            return {"error": str(error), "steps": orchestrator.step_count}
+        history = task.initial_state.message_history or [] if task.initial_state is not None else []
+        messages = simulation.messages[len(history) :]  # the episode's own, after the conversation before it
+        tools = [
+            [message.content, bool(message.error)] for message in messages if isinstance(message, ToolMessage)
+        ]
+        users = [message.content for message in messages if isinstance(message, UserMessage)]
+        played = {
+            "termination": getattr(
+                simulation.termination_reason, "value", str(simulation.termination_reason)
+            ),
+            "steps": orchestrator.step_count,
+            "tools": tools,
+            "users": users,
+            "left": {"agent": len(agent_script), "user": len(user_script)},
+        }
+        try:
+            info = evaluate_simulation(
+                simulation, task, EvaluationType.ALL, solo_mode=False, domain=self.name, strict_replay=True
+            )
+        except Exception as error:  # its evaluator raises on an assertion about a task never created
+            return {**played, "evaluate_error": f"{type(error).__name__}: {error}"}
+        parts = {
+            getattr(key, "value", str(key)): value for key, value in (info.reward_breakdown or {}).items()
+        }
+        return {**played, "reward": info.reward, "parts": parts}
+
+    def prompts(self) -> Any:
+        from tau2.agent.llm_agent import LLMAgent
+        from tau2.user.user_simulator import UserSimulator
+
+        env = self.get_environment()
+        agent = LLMAgent(tools=env.get_tools(), domain_policy=env.get_policy(), llm="none")
+        try:
+            user_tools = env.get_user_tools() or None
+        except Exception:
+            user_tools = None
+        users = {
+            task_id: UserSimulator(
+                llm="none", instructions=str(task.user_scenario), tools=user_tools
+            ).system_prompt
+            for task_id, task in self.tasks.items()
+        }
+        return {"agent": agent.system_prompt, "users": users}
+
 
 def message_of(item: dict[str, Any]) -> Any:
     """A tau2-bench message from its JSON form."""
@@ -255,6 +375,10 @@ def main() -> None:
                 answer = domain.describe()
             elif request["op"] == "run":
                 answer = domain.run(request.get("task"), request["calls"])
+            elif request["op"] == "orchestrate":
+                answer = domain.orchestrate(request)
+            elif request["op"] == "prompts":
+                answer = domain.prompts()
             else:
                 answer = domain.evaluate(
                     request["task"], request["messages"], request["termination"], request.get("without") or []

@@ -35,6 +35,7 @@ from agent_env import AgentEnv
 from agent_env.envs import load_environment
 from agent_env.errors import AgentEnvError
 from agent_env.server.errors import RemoteError
+from agent_env.server.limits import DEFAULT_MAX_EPISODES
 from agent_env.session import LocalSession, Session
 from bench._served import served, served_behind_one_address
 
@@ -291,7 +292,7 @@ def main() -> None:
     )
     for kind in options.kinds.split(","):
         per_server = -(-options.episodes // options.servers)
-        with serving(kind, options.servers, max(1024, 2 * per_server)) as (url, processes):
+        with serving(kind, options.servers, max(DEFAULT_MAX_EPISODES, 2 * per_server)) as (url, processes):
             report(f"{kind} ({ENVIRONMENTS[kind]})", run_batch(url, kind, options.episodes, processes))
 
 

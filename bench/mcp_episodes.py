@@ -5,9 +5,10 @@ Needs `make mcp-servers`. Prints:
 - episode start: a reset that takes a warm process (the pool) against one that waits on a cold spawn (warm=0, every
   spare stopped first), p50 and p99 over the same count;
 - calls per second over stdio, one session at a time, of a desk-equivalent call (a nested `create_entities`, about
-  the size of a desk offer) and of `read_graph`, against the bare `mcp.Client` on the same event loop in alternating
-  rounds: the overhead agent_env adds (validation, the session, reading the result; and, for the synchronous calls
-  TRL makes, the hop to the background loop), in wall time and in this process's CPU; target under 10%;
+  the size of a desk offer) and of `read_graph`, against the bare `mcp.Client` on the same event loop, one call of
+  each in turn (medians): the overhead agent_env adds (validation, the session, reading the result; and, for the
+  synchronous calls TRL makes, the hop to the background loop), in wall time and in this process's CPU; target
+  under 10%; and the hop alone, on asyncio's loop and uvloop's, through a future and through `run_sync`'s lock;
 - the memory of a live episode: its server process (RSS), and the Python side;
 - each real server's tool block in tokens: Qwen3's own tokenizer under qwen3, and (the Qwen3 vocabulary with each
   family's special tokens: indicative) gemma4 and gptoss, as their templates stand and as agent_env lowers them.
@@ -21,6 +22,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agent_env import AgentEnv  # noqa: E402
-from agent_env._loop import run_sync  # noqa: E402
+from agent_env._loop import run_sync, submit  # noqa: E402
 from agent_env.mcp import StdioServer  # noqa: E402
 from agent_env.mcp._supervisor import OWNER_MARK, marked_processes, owner_mark  # noqa: E402
 
@@ -83,17 +85,23 @@ def resets(env: AgentEnv, count: int, *, cold: bool) -> list[float]:
     return times
 
 
-async def timed(call: Any, count: int) -> tuple[float, float]:
-    """Wall and this process's CPU milliseconds per call of `count` awaited calls."""
+async def timed(call: Any) -> tuple[float, float]:
+    """Wall and this process's CPU milliseconds of one awaited call, measured on the loop that runs it."""
     wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(count):
-        await call()
-    return (time.perf_counter() - wall) / count * 1e3, (time.process_time() - cpu) / count * 1e3
+    await call()
+    return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
 
 
-def overhead(name: str, arguments: dict[str, Any], rounds: int = 12, count: int = 40) -> None:
-    """The bare `mcp.Client` and agent_env's session on the same server build, on the same event loop, in
-    alternating rounds (so both meet the same load): ms per call, wall and this process's CPU."""
+def overhead(name: str, arguments: dict[str, Any], calls: int = 600) -> None:
+    """The bare `mcp.Client` and agent_env (its session awaited; its session's synchronous `call_tool`; and TRL's
+    call, the SchemaTool of `env.factory()`'s environment called as `tool(**arguments)`) on the same server build, on
+    the same event loop, one call of each in turn, `calls` times: the median ms per call of each, wall and this
+    process's CPU.
+
+    Driven from a thread, as TRL drives tools: each awaited call is timed on the loop that runs it (the thread that
+    started it waits, taking no CPU), each synchronous one from the thread, hop included. Taking turns call by call,
+    and medians, keeps the four under the same load on a machine whose load moves from second to second.
+    """
     from mcp import Client, StdioServerParameters
 
     env = AgentEnv.mcp(memory_server(), warm=0)
@@ -105,42 +113,122 @@ def overhead(name: str, arguments: dict[str, Any], rounds: int = 12, count: int 
     parameters = StdioServerParameters(
         command=NODE, args=[MEMORY], env={"MEMORY_FILE_PATH": f"{folder}/memory.jsonl"}
     )
+    bare_client: list[Any] = []
+    opened, release = threading.Event(), threading.Event()
 
-    def synchronous() -> tuple[float, float]:  # as TRL calls a tool: from a thread, blocking
-        wall, cpu = time.perf_counter(), time.process_time()
-        for _ in range(count):
-            session.call_tool(name, arguments)
-        return (time.perf_counter() - wall) / count * 1e3, (time.process_time() - cpu) / count * 1e3
-
-    async def measure() -> list[tuple[tuple[float, float], ...]]:
-        rows = []
+    async def hold_bare() -> None:  # the SDK's client must be entered and left in one task
         async with Client(parameters, cache=None) as bare:
             await bare.call_tool("create_entities", ENTITIES)  # the same graph on both servers
-            await session.acall_tool("create_entities", ENTITIES)
-            for _ in range(rounds):
-                baseline = await timed(lambda: bare.call_tool(name, arguments), count)
-                awaited = await timed(lambda: session.acall_tool(name, arguments), count)
-                rows.append((baseline, awaited, await asyncio.to_thread(synchronous)))
-        return rows
+            bare_client.append(bare)
+            opened.set()
+            await asyncio.to_thread(release.wait)
 
-    rows = run_sync(measure())
+    held = submit(hold_bare())
+    opened.wait()
+    bare = bare_client[0]
+    session.call_tool("create_entities", ENTITIES)
+    rows: list[list[tuple[float, float]]] = [[], [], [], []]
+    trained = env.factory()  # the TRL environment a trainer gets: its tool is what TRL calls
+    trained.reset()
+    trained_tool = getattr(trained, name)
+    trained.create_entities(**ENTITIES)  # the same graph on its server
+
+    def synchronous(call: Any) -> tuple[float, float]:  # from a thread, blocking
+        wall, cpu = time.perf_counter(), time.process_time()
+        call()
+        return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
+
+    ways = (
+        lambda: run_sync(timed(lambda: bare.call_tool(name, arguments))),
+        lambda: run_sync(timed(lambda: session.acall_tool(name, arguments))),
+        lambda: synchronous(lambda: session.call_tool(name, arguments)),
+        lambda: synchronous(lambda: trained_tool(**arguments)),  # TRL's call: `tool(**arguments)`
+    )
+    for index in range(calls + 20):
+        for way in (
+            (index + step) % len(ways) for step in range(len(ways))
+        ):  # each first, second, ... in turn
+            figures = ways[way]()
+            if index >= 20:  # the first calls warm caches up
+                rows[way].append(figures)
+    release.set()
+    held.result()
+    trained._session.close()
     session.close()
     env.close()
     shutil.rmtree(folder, ignore_errors=True)
-    base_wall = [row[0][0] for row in rows]
-    base_cpu = statistics.median(row[0][1] for row in rows)
-    for index, label in enumerate(("bare mcp.Client", "agent_env, awaited", "agent_env, sync (TRL)")):
-        wall = statistics.median(row[index][0] for row in rows)
-        cpu = statistics.median(row[index][1] for row in rows)
-        ratio = statistics.median(row[index][0] / base for row, base in zip(rows, base_wall, strict=True))
+    base_wall = statistics.median(wall for wall, _ in rows[0])
+    base_cpu = statistics.median(cpu for _, cpu in rows[0])
+    labels = ("bare mcp.Client", "agent_env, awaited", "session.call_tool", "TRL's call (SchemaTool)")
+    for index, label in enumerate(labels):
+        wall = statistics.median(figures[0] for figures in rows[index])
+        cpu = statistics.median(figures[1] for figures in rows[index])
         extra = (
             ""
             if index == 0
-            else f"   {(ratio - 1) * 100:+5.1f}% wall, {cpu - base_cpu:+.3f} ms CPU over bare"
+            else f"   {(wall / base_wall - 1) * 100:+5.1f}% wall, {cpu - base_cpu:+.3f} ms CPU over bare"
         )
         print(
-            f"  {name:16} {label:22} {wall:6.2f} ms/call ({1e3 / wall:5.0f}/s), client CPU {cpu:.3f} ms{extra}"
+            f"  {name:16} {label:24} {wall:6.2f} ms/call ({1e3 / wall:5.0f}/s), client CPU {cpu:.3f} ms{extra}"
         )
+
+
+def hop_cost(calls: int = 600) -> None:
+    """The hop alone, in the same run: a coroutine that waits 1 ms (a server's round trip) run from a thread on a
+    loop of its own, against the same awaited on that loop; on asyncio's loop and uvloop's, through
+    `asyncio.run_coroutine_threadsafe` (a future) and through `agent_env._loop.run_sync`'s way (a task and a lock).
+    One call of each in turn, `calls` times; the medians' difference from the awaited call's, wall and this
+    process's CPU."""
+    import _thread
+
+    import uvloop
+
+    async def round_trip() -> None:
+        await asyncio.sleep(0.001)
+
+    def with_future(loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.run_coroutine_threadsafe(round_trip(), loop).result()
+
+    def with_lock(loop: asyncio.AbstractEventLoop) -> None:  # run_sync's mechanism, on the given loop
+        done = _thread.allocate_lock()
+        done.acquire()
+        loop.call_soon_threadsafe(
+            lambda: loop.create_task(round_trip()).add_done_callback(lambda _: done.release())
+        )
+        done.acquire()
+
+    def from_thread(way: Any, loop: asyncio.AbstractEventLoop) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        way(loop)
+        return (time.perf_counter() - wall) * 1e6, (time.process_time() - cpu) * 1e6
+
+    print(
+        "the hop alone: a 1 ms coroutine from a thread, over the same awaited on its loop (medians, us a call)"
+    )
+    for label, make in (("asyncio", asyncio.new_event_loop), ("uvloop", uvloop.new_event_loop)):
+        loop = make()
+        thread = threading.Thread(target=loop.run_forever, daemon=True)
+        thread.start()
+        ways = (
+            lambda loop=loop: asyncio.run_coroutine_threadsafe(timed(round_trip), loop).result(),
+            lambda loop=loop: from_thread(with_future, loop),
+            lambda loop=loop: from_thread(with_lock, loop),
+        )
+        rows: list[list[tuple[float, float]]] = [[], [], []]
+        for index in range(calls):
+            for way in ((index + step) % 3 for step in range(3)):
+                rows[way].append(ways[way]())
+        base_wall = statistics.median(wall for wall, _ in rows[0]) * 1e3  # timed() gives ms
+        base_cpu = statistics.median(cpu for _, cpu in rows[0]) * 1e3
+        for index, way_label in ((1, "future"), (2, "lock")):
+            wall = statistics.median(wall for wall, _ in rows[index])
+            cpu = statistics.median(cpu for _, cpu in rows[index])
+            print(
+                f"  {label:8} {way_label:7} +{wall - base_wall:5.0f} us wall, +{cpu - base_cpu:5.0f} us CPU"
+            )
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
 
 
 def live_memory(env: AgentEnv, episodes: int) -> tuple[float, float]:
@@ -226,6 +314,7 @@ def main() -> None:
     )
     for name, arguments in (("create_entities", ENTITIES), ("read_graph", {})):
         overhead(name, arguments)
+    hop_cost()
     env = AgentEnv.mcp(memory_server(), warm=1)
     server_mib, python_mib = live_memory(env, 8)
     env.close()

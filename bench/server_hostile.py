@@ -14,13 +14,15 @@ Three figures, each from the GridSim desk served by uvicorn in a subprocess on a
 
 When the server takes `max_body_values`, the memory and latency figures are also measured with that limit lifted,
 so the body is parsed and reaches the desk's validator (what the worker threads then hold is what is measured).
-Loopback only, bounded loops, stops by itself in about a minute.
+Loopback only, bounded loops, stops by itself in about a minute. `--stack granian` serves the same app under
+granian (`testbed/granian.py`) instead of `agent-env serve`'s uvicorn stack.
 
-    PYTHONPATH=. uv run --frozen python bench/server_hostile.py
+    PYTHONPATH=. uv run --frozen python bench/server_hostile.py [--stack granian]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import inspect
@@ -35,7 +37,7 @@ import psutil
 from agent_env.errors import AgentEnvError
 from agent_env.server.app import build_app
 from agent_env.server.limits import DEFAULT_MAX_BODY_VALUES
-from bench._served import served
+from bench._served import STACKS, served
 
 MIB = 1024 * 1024
 FLOOD_BODIES, AT_ONCE = 24, 4
@@ -220,26 +222,31 @@ def report_latency(label: str, figures: dict[str, float]) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--stack", choices=STACKS, default="uvicorn", help="the server under the app (testbed/granian.py)"
+    )
+    stack = parser.parse_args().stack
     body = dense_body()
     lifts_values = "max_body_values" in inspect.signature(build_app).parameters
     settings: list[tuple[str, dict[str, Any]]] = [("default limits", {})]
     if lifts_values:
         settings.append(("max_body_values lifted", {"max_body_values": 10**7}))
-    print(f"bodies of {len(body) / MIB:.2f} MiB ({len(body):,} bytes) of dense JSON")
+    print(f"under {stack}: bodies of {len(body) / MIB:.2f} MiB ({len(body):,} bytes) of dense JSON")
     for label, extra in settings:
-        with served("gridsim-desk", **extra) as (url, process):
+        with served("gridsim-desk", stack=stack, **extra) as (url, process):
             report_flood(f"memory, {label}", asyncio.run(flood(url, process, body)))
-        with served("gridsim-desk", **extra) as (url, _):
+        with served("gridsim-desk", stack=stack, **extra) as (url, _):
             report_latency(f"latency, {label}", asyncio.run(health_latency(url, body)))
     if lifts_values:
         densest = at_the_values_limit()
-        with served("gridsim-desk") as (url, _):
+        with served("gridsim-desk", stack=stack) as (url, _):
             figures = asyncio.run(health_latency(url, densest))
         report_latency(
             f"latency, bodies at the values limit ({len(densest) / 1024:.0f} KiB of float pairs)", figures
         )
     integers = big_integers()
-    with served("gridsim-desk") as (url, _):
+    with served("gridsim-desk", stack=stack) as (url, _):
         figures = asyncio.run(health_latency(url, integers, at_once=8))
     report_latency(f"latency, {len(integers) / MIB:.1f} MiB of 950 integers of 4,299 digits", figures)
     refused, converted = integer_cpu(integers)

@@ -242,7 +242,14 @@ class Figures:
     spread: dict[str, dict[int, tuple[float, float]]]
 
 
-def report(workload: Workload, label: str, live: int, baseline_source: Path | None, rounds: int) -> Figures:
+def report(
+    workload: Workload,
+    label: str,
+    live: int,
+    baseline_source: Path | None,
+    rounds: int,
+    granian: bool = False,
+) -> Figures:
     traced = asyncio.run(traced_memory(workload.environment, workload.rows, live))
     print(f"\n{label} ({workload.environment})")
     print(
@@ -259,6 +266,11 @@ def report(workload: Workload, label: str, live: int, baseline_source: Path | No
     )
     limits = {"max_episodes": 4096, "call_timeout": 30}
     servers: dict[str, dict[str, Any]] = {"after": limits, "floor": {"floor": True}}
+    if granian:  # the same app, and the same floor, under granian
+        servers |= {
+            "granian": {**limits, "stack": "granian"},
+            "floor-granian": {"floor": True, "stack": "granian"},
+        }
     if baseline_source is not None:
         servers = {"before": {"source": baseline_source, **limits}, **servers}
     runs: dict[str, dict[int, list[Served]]] = {name: {n: [] for n in CONCURRENCY} for name in servers}
@@ -285,7 +297,7 @@ def report(workload: Workload, label: str, live: int, baseline_source: Path | No
         f"  in process: {local:,.0f} calls/s, {local_cpu:,.0f} us CPU a call; served, medians of {rounds} round(s):"
     )
     print(
-        f"  {'episodes':>8}  {'server':>6}  {'calls/s':>9}  {'(lowest-highest)':>16}  {'p50 ms':>7}  {'p99 ms':>7}  "
+        f"  {'episodes':>8}  {'server':>13}  {'calls/s':>9}  {'(lowest-highest)':>16}  {'p50 ms':>7}  {'p99 ms':>7}  "
         f"{'server CPU us/call':>18}  {'clients us/call':>15}  {'cores busy':>10}  {'in process / served':>19}  "
         f"{'CPU x in process':>16}  {'after / before':>14}"
     )
@@ -299,7 +311,7 @@ def report(workload: Workload, label: str, live: int, baseline_source: Path | No
                 else ""
             )
             print(
-                f"  {episodes:>8}  {name:>6}  {run.rate:>9,.0f}  {f'({low:,.0f}-{high:,.0f})':>16}  {run.p50:>7.2f}  "
+                f"  {episodes:>8}  {name:>13}  {run.rate:>9,.0f}  {f'({low:,.0f}-{high:,.0f})':>16}  {run.p50:>7.2f}  "
                 f"{run.p99:>7.2f}  {run.cpu_us:>18,.0f}  {run.client_cpu_us:>15,.0f}  {run.cores:>10.2f}  "
                 f"{local / run.rate:>18,.1f}x  {run.cpu_us / local_cpu:>15,.1f}x  {gain:>14}"
             )
@@ -373,6 +385,31 @@ def judge(results: list[Figures], baseline: str | None, rounds: int) -> list[boo
     return verdicts
 
 
+def stacks(results: list[Figures]) -> None:
+    """uvicorn and granian under the same app and guard: each one's server CPU a call, its floor's, and agent_env's
+    part above the floor."""
+    print(
+        "\nthe stack under the app: uvicorn (agent-env serve's) and granian, server CPU us a call (medians)"
+    )
+    print(
+        f"  {'workload':>10}  {'episodes':>8}  {'uvicorn':>8}  {'its floor':>9}  {'ours above':>10}  "
+        f"{'granian':>8}  {'its floor':>9}  {'ours above':>10}  {'granian / uvicorn':>17}  {'calls/s u / g':>15}"
+    )
+    for figures in results:
+        for episodes in CONCURRENCY:
+            uvicorn, floor = figures.served["after"][episodes], figures.served["floor"][episodes]
+            granian, granian_floor = (
+                figures.served["granian"][episodes],
+                figures.served["floor-granian"][episodes],
+            )
+            print(
+                f"  {figures.label:>10}  {episodes:>8}  {uvicorn.cpu_us:>8,.0f}  {floor.cpu_us:>9,.0f}  "
+                f"{uvicorn.cpu_us - floor.cpu_us:>10,.0f}  {granian.cpu_us:>8,.0f}  {granian_floor.cpu_us:>9,.0f}  "
+                f"{granian.cpu_us - granian_floor.cpu_us:>10,.0f}  {granian.cpu_us / uvicorn.cpu_us:>16.2f}x  "
+                f"{f'{uvicorn.rate:,.0f} / {granian.rate:,.0f}':>15}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -380,6 +417,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--rounds", type=int, default=ROUNDS, help="runs of each comparison (medians reported)"
+    )
+    parser.add_argument(
+        "--granian",
+        action="store_true",
+        help="also serve the same app, and the floor, under granian (testbed/granian.py), side by side",
     )
     options = parser.parse_args()
     started = time.monotonic()
@@ -395,13 +437,15 @@ def main() -> None:
     with baseline(options.baseline) as source:
         if source is not None:
             print(f"before: agent_env at {options.baseline}; after: this checkout")
-        results.append(report(small_workload(), "small tool", 2000, source, options.rounds))
+        results.append(report(small_workload(), "small tool", 2000, source, options.rounds, options.granian))
         desk = desk_workload()
         if desk is None:
             print("\nthe GridSim desk does not import: its figures are skipped")
         else:
-            results.append(report(desk, "desk", 256, source, options.rounds))
+            results.append(report(desk, "desk", 256, source, options.rounds, options.granian))
     verdicts = judge(results, options.baseline, options.rounds)
+    if options.granian:
+        stacks(results)
     print(f"\n{sum(verdicts)} of {len(verdicts)} judged figures met; took {time.monotonic() - started:.0f} s")
 
 

@@ -6,7 +6,10 @@ For each domain (airline: 7 MB of JSON; retail), in one process and one run:
 - memory per live episode: N episodes held open at once, each reset and then played through its task's reference
   actions (the writes a good agent makes), measured with tracemalloc as the growth over the shared base, divided
   by N; and the same for N naive episodes, each holding its own parsed copy of the database;
-- the naive reload's p50, and the ratio.
+- the naive reload's p50, and the ratio;
+- what running every call as one transaction costs (a failed call changes nothing: `Tau2Environment.transaction`):
+  every task's reference actions played through a session, the median time per call, beside the same calls on the
+  same class with the transaction's journal left out (its own baseline, in the same run).
 Targets: reset p50 <= 5 ms, <= 1 MiB per live episode. Needs the domain's data (AGENT_ENV_TAU2_DATA or the cache).
 
 Run: PYTHONPATH=. uv run python bench/tau2_episodes.py [--domains airline retail] [--live 200]
@@ -90,6 +93,28 @@ def naive(environment: type, live: int) -> tuple[list[float], float]:
     return times, per_copy
 
 
+def per_call(environment: type, task_ids: list[str], rounds: int = 5) -> float:
+    """Median seconds per call of the reference actions, every task played `rounds` times."""
+    session = LocalSession(environment())
+    times = []
+    for _ in range(rounds):
+        for task_id in task_ids:
+            session.reset(task_id=task_id)
+            task = session.environment.task
+            actions = (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
+            for action in actions:
+                start = time.perf_counter()
+                with contextlib.suppress(Exception):
+                    session.call_tool(action.name, action.arguments)
+                times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def untransacted(environment: type) -> type:
+    """`environment` with each call run as it is, no journal kept (the baseline of what transactions cost)."""
+    return type(f"Bare{environment.__name__}", (environment,), {"transaction": lambda self, run: run()})
+
+
 def measure(domain: str, live: int, resets: int) -> dict[str, Any]:
     environment = load_environment(f"tau2-{domain}")
     start = time.perf_counter()
@@ -101,7 +126,12 @@ def measure(domain: str, live: int, resets: int) -> dict[str, Any]:
     times = reset_times(session, task_ids, resets)
     per_episode = live_memory(environment, task_ids, live)
     naive_times, naive_bytes = naive(environment, live)
+    bare = untransacted(environment)
+    per_call(environment, task_ids, 1), per_call(bare, task_ids, 1)  # warm
+    call, bare_call = per_call(environment, task_ids), per_call(bare, task_ids)
     return {
+        "call_us": call * 1e6,
+        "bare_call_us": bare_call * 1e6,
         "domain": domain,
         "load_s": load_s,
         "reset_p50": statistics.median(times),
@@ -135,6 +165,10 @@ def main() -> None:
             f"reset: p50 {found['reset_p50']:.3f} ms, p99 {found['reset_p99']:.3f} ms over {args.resets} resets "
             f"({reset_ok}); a naive reload: p50 {found['naive_p50']:.1f} ms, "
             f"{found['naive_p50'] / found['reset_p50']:,.0f}x slower"
+        )
+        print(
+            f"a reference call through a session: p50 {found['call_us']:.1f} us as one transaction, "
+            f"{found['bare_call_us']:.1f} us without its journal ({found['call_us'] / found['bare_call_us']:.2f}x)"
         )
         print(
             f"memory per live episode (reset and its reference actions played, {args.live} held at once): "

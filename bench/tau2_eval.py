@@ -59,7 +59,9 @@ def main() -> None:
         report = evaluate(env, Endpoint(model.url), split="test", trials=args.trials,
                           concurrency=args.concurrency, out=out)  # fmt: skip
         elapsed = time.perf_counter() - start
-        episodes = [json.loads(line) for line in out.read_text().splitlines()][1:]
+        episodes = [
+            line for line in map(json.loads, out.read_text().splitlines()) if line["type"] == "episode"
+        ]
     turns = sum(episode["turns"] for episode in episodes)
     user_turns = sum(message["role"] == "user" for episode in episodes for message in episode["transcript"])
     summary = report.summaries[0]

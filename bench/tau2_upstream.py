@@ -16,8 +16,20 @@ episodes scored by both, with every difference printed.
    tau2-bench's `evaluate_simulation` on the same messages, with strict replay (every replayed write's text must
    match the recorded one). Compared: the reward and each part of the reward basis. Retail's NL assertions need
    an LLM on both sides; where a task has them, both score it without them (agent_env says so in its note).
-3. agent_env's shared base database equals a fresh parse of db.json after all of it, and both sides start from the
+3. Episodes `agent-env eval` plays (`bench/_tau2_played.py`): transfers (halfway then finishing the task; then a
+   write the reference never makes, task 13's shape; then stopping) and replies whose calls pass a limit, each
+   played through the real `evaluate` against a scripted server, for every task. tau2-bench's own orchestrator
+   plays the same agent replies and user words with its own environment: how the episode ended, each tool message,
+   the reward and each part must be the same; and its `evaluate_simulation` scores the episode eval recorded, which
+   must give eval's reward.
+4. The prompts: every row's system message is what upstream's `LLMAgent.system_prompt` gives, and every task's user
+   prompt what its `UserSimulator.system_prompt` gives (the installed tau2-bench's code, on the same files).
+5. agent_env's shared base database equals a fresh parse of db.json after all of it, and both sides start from the
    same database (every entity's hash compared first).
+
+A call that fails after changing the database (a gift card drawn down before a certificate listed twice is found
+used) changes nothing here, by design, where tau2-bench keeps the change: such a sequence or episode is compared again
+with the change kept (`Tau2Environment._undo_failures` off), where it must match, and counted apart.
 
 What the schema refuses before a tool runs (an enum value, an unknown key) is counted apart when tau2-bench fails
 the call too: both failed, and the text differs by design (docs/tau2.md, "Differences"). Every other difference is
@@ -69,7 +81,8 @@ from agent_env.envs.tau2.tasks import Task
 from agent_env.errors import AgentEnvError, ToolArgumentError
 from agent_env.session import LocalSession
 from agent_env.users import ASIDE, STOP, ScriptedUser
-from bench._tau2_sequences import FUZZ, Call, Step, episodes, reference, variants
+from bench._tau2_played import Player, plans, scripts, upstream_messages
+from bench._tau2_sequences import FUZZ, Call, Step, episodes, failing_after_changes, reference, variants
 
 ENVIRONMENTS: dict[str, type[Tau2Environment]] = {
     "airline": Tau2Airline,
@@ -164,15 +177,42 @@ class Upstream:
 
 
 def shared_data(root: Path) -> Path:
-    """A folder laid out as tau2-bench reads its data (`TAU2_DATA_DIR/tau2/domains/<domain>`), each domain a link to
-    the folder agent_env reads, so both read the same files."""
+    """A folder laid out as tau2-bench reads its data (`TAU2_DATA_DIR/tau2/domains/<domain>`, and
+    `TAU2_DATA_DIR/tau2/user_simulator`), each a link to the folder agent_env reads, so both read the same files."""
     from agent_env.envs.tau2.data import domain_folder
 
     domains = root / "tau2" / "domains"
     domains.mkdir(parents=True)
     for domain in ENVIRONMENTS:
         (domains / domain).symlink_to(domain_folder(domain).resolve(), target_is_directory=True)
+    guidelines = domain_folder("user_simulator").resolve()
+    (root / "tau2" / "user_simulator").symlink_to(guidelines, target_is_directory=True)
     return root
+
+
+UNDONE: list[bool] = []
+"""Whether each failed call undone since the last look had changed anything (`Store.undo`'s answers)."""
+
+
+def watch_undo() -> None:
+    """Note each `Store.undo`'s answer in `UNDONE`: a sequence or an episode where a failed call had changed the
+    database is compared again with the change kept, as tau2-bench keeps it."""
+    undo = Store.undo
+
+    def noted(store: Store) -> bool:
+        found = undo(store)
+        UNDONE.append(found)
+        return found
+
+    Store.undo = noted  # type: ignore[method-assign]
+
+
+def keeping(environment: type[Tau2Environment]) -> type[Tau2Environment]:
+    """`environment` as tau2-bench's code behaves: what a failed call changed before it failed is kept."""
+    return type(f"Keeping{environment.__name__}", (environment,), {"_undo_failures": False})
+
+
+KEPT = "a failed call had changed the database: undone here, kept by tau2-bench (compared again with it kept: alike)"
 
 
 # agent_env's side.
@@ -208,8 +248,9 @@ class Outcome:
 class Ours:
     """agent_env's side of one domain: one environment, a session over it, and its base database's dumps."""
 
-    def __init__(self, domain: str) -> None:
-        self.env = ENVIRONMENTS[domain](
+    def __init__(self, domain: str, keep: bool = False) -> None:
+        environment = keeping(ENVIRONMENTS[domain]) if keep else ENVIRONMENTS[domain]
+        self.env = environment(
             user=ScriptedUser(turns=["Hello."], then="OK."), max_steps=10**9, max_errors=10**9
         )
         self.session = LocalSession(self.env)
@@ -283,6 +324,12 @@ class Tally:
     differences: list[str] = dataclasses.field(default_factory=list)
     episodes: int = 0
     episodes_matched: int = 0
+    played: int = 0
+    played_matched: int = 0
+    played_kinds: dict[str, int] = dataclasses.field(default_factory=dict)
+    """The eval-played episodes matched, by shape, how they ended and their reward."""
+    prompts: int = 0
+    prompts_matched: int = 0
     rewards: dict[float, int] = dataclasses.field(default_factory=dict)
     """The matched episodes' rewards: how many scored each."""
     episode_notes: list[str] = dataclasses.field(default_factory=list)
@@ -296,7 +343,7 @@ class Tally:
         counts[error] += 1
         if error:
             self.both_failed += 1
-            kind = f"{name}: {IDS.sub('…', text)}"
+            kind = f"{name}: {IDS.sub('…', text.splitlines()[0] if text else text)}"
             self.failures[kind] = self.failures.get(kind, 0) + 1
         else:
             self.both_ok += 1
@@ -409,10 +456,16 @@ def compare_tools(domain: str, upstream: Upstream, fuzz: int, seed: int, tally: 
     for number in range(fuzz):
         task_id = rng.choice([task.id for task in tasks]) if domain == "mock" else rng.choice(plain)
         sequences.append((f"fuzzed sequence {number} (task {task_id})", task_id, FUZZ[domain](base, rng)))
+    sequences += [(label, plain[0], calls) for label, calls in failing_after_changes(domain, base)]
     started = time.perf_counter()
+    kept = Ours(domain, keep=True)
     for number, (label, task_id, calls) in enumerate(sequences, 1):
+        UNDONE.clear()
         outcomes, changed = ours.run(task_id, calls)
         theirs = upstream.ask(op="run", domain=domain, task=task_id, calls=[list(call) for call in calls])
+        if any(UNDONE):
+            tally.quirks[KEPT] = tally.quirks.get(KEPT, 0) + 1
+            outcomes, changed = kept.run(task_id, calls)
         compare_sequence(tally, label, calls, outcomes, changed, theirs)
         if number % 500 == 0:
             print(
@@ -438,12 +491,11 @@ def base_difference(mine: dict[str, dict[str, str]] | None, theirs: dict[str, di
 
 
 def play(
-    domain: str, task: Task, steps: list[Step], user_stops: bool
+    domain: str, task: Task, steps: list[Step], user_stops: bool, keep: bool = False
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     """Play an episode here; its score's breakdown, the messages as tau2-bench records them, and how it ended."""
-    env = ENVIRONMENTS[domain](
-        user=ScriptedUser(turns=["Hello, I need some help.", "OK, thank you."], then=STOP)
-    )
+    environment = keeping(ENVIRONMENTS[domain]) if keep else ENVIRONMENTS[domain]
+    env = environment(user=ScriptedUser(turns=["Hello, I need some help.", "OK, thank you."], then=STOP))
     session = LocalSession(env)
     session.reset(task_id=task.id)
     messages: list[dict[str, Any]] = [] if task.history() else [{"role": "assistant", "content": GREETING}]
@@ -456,10 +508,8 @@ def play(
             reply = session.call_tool("message_user", {"message": name})
             messages += [{"role": "assistant", "content": name}, {"role": "user", "content": reply}]
             continue
-        if (
-            kind == "aside"
-        ):  # as agent-env eval tells the environment the text of a reply that also calls tools
-            session.call_tool(ASIDE, {"text": name})
+        if kind == "aside":  # as agent-env eval announces a reply of text and a call
+            session.call_tool(ASIDE, {"text": name, "calls": 1})
             aside = name
             continue
         call_id = f"call_{index}"
@@ -506,7 +556,11 @@ def compare_episodes(domain: str, upstream: Upstream, tally: Tally) -> None:
         criteria = task.evaluation_criteria
         judged = bool(criteria and "NL_ASSERTION" in criteria.reward_basis and criteria.nl_assertions)
         for what, steps, user_stops in episodes(domain, task, env.data.base, writes):
+            UNDONE.clear()
             breakdown, messages, termination = play(domain, task, steps, user_stops)
+            if any(UNDONE):
+                tally.quirks[KEPT] = tally.quirks.get(KEPT, 0) + 1
+                breakdown, messages, termination = play(domain, task, steps, user_stops, keep=True)
             theirs = upstream.ask(
                 op="evaluate", domain=domain, task=task.id, messages=messages, termination=termination,
                 without=["NL_ASSERTION"] if judged else [],
@@ -550,6 +604,128 @@ def compare_episodes(domain: str, upstream: Upstream, tally: Tally) -> None:
                 )
 
 
+def compare_played(domain: str, upstream: Upstream, tally: Tally, out: TextIO) -> None:
+    """Episodes eval plays (`_tau2_played`), each replayed by tau2-bench's own orchestrator and scored by its
+    evaluator on eval's record."""
+    env = ENVIRONMENTS[domain]()
+    player = Player(domain)
+    started = time.perf_counter()
+    try:
+        for task in env.data.tasks.values():
+            criteria = task.evaluation_criteria
+            judged = bool(criteria and "NL_ASSERTION" in criteria.reward_basis and criteria.nl_assertions)
+            without = ["NL_ASSERTION"] if judged else []
+            for plan in plans(domain, task, env.data.base):
+                UNDONE.clear()
+                record = player.play(task, plan)
+                label = f"task {task.id}, eval-played ({plan.shape})"
+                tally.played += 1
+                breakdown = record.get("breakdown") or {}
+                termination = breakdown.get("termination")
+                if record["ended_by"] != "ended" or termination is None or any(UNDONE):
+                    tally.differences.append(
+                        f"{label}: eval ended it {record['ended_by']} ({record.get('error') or record.get('ending')})"
+                    )
+                    continue
+                messages = upstream_messages(record)
+                agent, user = scripts(messages)
+                theirs = upstream.ask(
+                    op="orchestrate", domain=domain, task=task.id, agent=agent, user=user,
+                    max_steps=plan.config.get("max_steps", 200), max_errors=plan.config.get("max_errors", 10),
+                    without=without,
+                )  # fmt: skip
+                scored = upstream.ask(op="evaluate", domain=domain, task=task.id, messages=messages,
+                                      termination=termination, without=without)  # fmt: skip
+                mine = {part: item["reward"] for part, item in breakdown["parts"].items()}
+                ours_tools = [[m["content"], m["error"]] for m in messages if m["role"] == "tool"]
+                found = []
+                if "error" in theirs:
+                    found.append(
+                        f"tau2-bench's orchestrator: {theirs['error']} (after {theirs['steps']} steps)"
+                    )
+                else:
+                    if theirs["termination"] != termination:
+                        found.append(f"ended {termination} here, {theirs['termination']} there")
+                    if theirs["tools"] != ours_tools:
+                        found.append(
+                            f"tool messages differ: ours {short(ours_tools)} | there {short(theirs['tools'])}"
+                        )
+                    if theirs["users"] != user:
+                        found.append(f"the user said {short(user)} here, {short(theirs['users'])} there")
+                    if "evaluate_error" in theirs:
+                        if not _raised(breakdown):
+                            found.append(f"tau2-bench's evaluator raises {short(theirs['evaluate_error'])}")
+                    elif (theirs["reward"], theirs["parts"]) != (
+                        breakdown["reward"],
+                        _listed(mine, theirs["parts"]),
+                    ):
+                        found.append(
+                            f"reward {breakdown['reward']} {mine} here, {theirs['reward']} {theirs['parts']} there"
+                        )
+                    if theirs["left"] != {"agent": 0, "user": 0}:
+                        found.append(
+                            f"tau2-bench's orchestrator ended with the script unfinished ({theirs['left']})"
+                        )
+                if "error" in scored:
+                    if _raised(breakdown):  # documented: an assertion that raises scores its part 0 here
+                        note = f"eval-played ({plan.shape}): tau2-bench's evaluator raises on an assertion that agent_env scores 0"
+                        tally.quirks[note] = tally.quirks.get(note, 0) + 1
+                    else:
+                        found.append(f"evaluate_simulation raised {short(scored['error'])}")
+                elif (scored["reward"], scored["parts"]) != (
+                    breakdown["reward"],
+                    _listed(mine, scored["parts"]),
+                ):
+                    found.append(
+                        f"evaluate_simulation on eval's record: {scored['reward']} {scored['parts']}"
+                    )
+                if found:
+                    tally.differences.append(f"{label}: {'; '.join(found)}")
+                else:
+                    tally.played_matched += 1
+                    key = f"{plan.shape}: {termination}, reward {breakdown['reward']:g}"
+                    tally.played_kinds[key] = tally.played_kinds.get(key, 0) + 1
+    finally:
+        player.close()
+    print(
+        f"  {domain}: {tally.played} eval-played episodes, {time.perf_counter() - started:.0f} s",
+        file=out,
+        flush=True,
+    )
+
+
+def _raised(breakdown: dict[str, Any]) -> bool:
+    """Whether a part of the breakdown is 0 because an assertion raised (upstream's evaluator raises there)."""
+    return any("raised" in str(item.get("why", "")) for item in breakdown.get("parts", {}).values())
+
+
+def _listed(mine: dict[str, float], theirs: dict[str, float]) -> dict[str, float]:
+    """Our parts as tau2-bench lists them: it leaves out a part it scores 1 without comparing (see compare_episodes)."""
+    return {part: reward for part, reward in mine.items() if part in theirs or reward != 1.0}
+
+
+def compare_prompts(domain: str, upstream: Upstream, tally: Tally) -> None:
+    """Every row's system message and every task's user prompt, against what upstream's code gives."""
+    theirs = upstream.ask(op="prompts", domain=domain)
+    env = ENVIRONMENTS[domain]()
+    rows = env.dataset_rows("base")
+    tally.prompts += len(rows) + len(env.data.tasks)
+    wrong = [row["task_id"] for row in rows if row["prompt"][0]["content"] != theirs["agent"]]
+    if wrong:
+        tally.differences.append(
+            f"the rows' system message differs from LLMAgent.system_prompt: tasks {wrong[:10]}"
+        )
+    else:
+        tally.prompts_matched += len(rows)
+    for task in env.data.tasks.values():
+        if env.scenario(task).prompt == theirs["users"][task.id]:
+            tally.prompts_matched += 1
+        else:
+            tally.differences.append(
+                f"task {task.id}: the user's system prompt differs from UserSimulator.system_prompt"
+            )
+
+
 def base_unchanged(domain: str) -> str | None:
     """Whether agent_env's shared base still equals a fresh parse of the domain's files, after everything."""
     env = ENVIRONMENTS[domain]()
@@ -582,6 +758,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=SyntaxWarning)  # calculate's eval of "(1)(2)", on purpose
     # A count sent as 2.0 is stored as sent, as tau2-bench stores it; pydantic warns as it dumps it.
     warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
+    watch_undo()
     with tempfile.TemporaryDirectory(prefix="tau2-data-") as root:
         upstream = Upstream(args.tau2.expanduser(), shared_data(Path(root)))
         installed = upstream.installed
@@ -601,8 +778,10 @@ def main(argv: list[str] | None = None) -> int:
                 tally = tallies[domain] = Tally()
                 fuzz = args.fuzz // 10 if domain == "mock" else args.fuzz
                 compare_tools(domain, upstream, fuzz, args.seed, tally, out)
+                compare_prompts(domain, upstream, tally)
                 if not args.no_episodes:
                     compare_episodes(domain, upstream, tally)
+                    compare_played(domain, upstream, tally, out)
                 changed = base_unchanged(domain)
                 if changed:
                     tally.differences.append(changed)
@@ -610,12 +789,12 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             upstream.close()
     print(
-        f"\n{'domain':8} {'sequences':>9} {'calls':>7} {'both ok':>8} {'both fail':>9} {'schema 1st':>10} {'episodes':>9} {'matched':>8} {'diffs':>6}",
+        f"\n{'domain':8} {'sequences':>9} {'calls':>7} {'both ok':>8} {'both fail':>9} {'schema 1st':>10} {'episodes':>9} {'matched':>8} {'eval-played':>11} {'matched':>8} {'prompts':>8} {'matched':>8} {'diffs':>6}",
         file=out,
     )
     for domain, tally in tallies.items():
         print(
-            f"{domain:8} {tally.sequences:>9,} {tally.calls:>7,} {tally.both_ok:>8,} {tally.both_failed:>9,} {tally.schema_first:>10,} {tally.episodes:>9,} {tally.episodes_matched:>8,} {len(tally.differences):>6,}",
+            f"{domain:8} {tally.sequences:>9,} {tally.calls:>7,} {tally.both_ok:>8,} {tally.both_failed:>9,} {tally.schema_first:>10,} {tally.episodes:>9,} {tally.episodes_matched:>8,} {tally.played:>11,} {tally.played_matched:>8,} {tally.prompts:>8,} {tally.prompts_matched:>8,} {len(tally.differences):>6,}",
             file=out,
         )
     total = sum(len(tally.differences) for tally in tallies.values())
@@ -643,6 +822,18 @@ def report(domain: str, tally: Tally, out: TextIO) -> None:
         )
     for note in tally.episode_notes:
         print(f"  noted: {note}", file=out)
+    if tally.played:
+        print(
+            f"  eval-played episodes: {tally.played_matched} of {tally.played} played alike by tau2-bench's orchestrator (how each ended, every tool message, the reward and its parts) and scored alike by its evaluate_simulation on eval's record:",
+            file=out,
+        )
+        for kind, count in sorted(tally.played_kinds.items()):
+            print(f"    {count:>5}  {kind}", file=out)
+    if tally.prompts:
+        print(
+            f"  prompts: {tally.prompts_matched} of {tally.prompts} equal upstream's (rows' system messages, users' prompts)",
+            file=out,
+        )
     print(f"  {len(tally.differences)} difference(s)", file=out)
     for difference in tally.differences:
         print(f"  - {difference}", file=out)

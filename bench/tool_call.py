@@ -1,8 +1,9 @@
 """What agent_env adds to a tool call, and what building TRL environments costs.
 
 Prints figures and ratios measured in this run: a validated call of a desk-shaped tool (5 curves of 3 points and
-2 AS offers) through a SchemaTool against calling the bound method directly; an instance from a built factory; the
-first build with its render check (transformers already imported, as it is once a trainer exists).
+2 AS offers) through a SchemaTool against calling the bound method directly, and again under the default call
+timeout (the call on a worker thread); an instance from a built factory; the first build with its render check
+(transformers already imported, as it is once a trainer exists).
 """
 
 from __future__ import annotations
@@ -75,23 +76,31 @@ def main() -> None:
     print(f"  first build with render check:  {first_build:8.1f} ms (target <= 300)")
     print(f"  instance from a built factory:  {instance:8.1f} us (target <= 100)")
 
-    environment = EnvironmentFactory(LocalProvider(Bench))()
-    environment.reset()
+    unbounded = EnvironmentFactory(LocalProvider(Bench, call_timeout=None, episode_budget=None))()
+    unbounded.reset()
+    bounded = EnvironmentFactory(LocalProvider(Bench))()  # the default: a call timeout and an episode budget
+    bounded.reset()
     direct_env = Bench()
     curves = [Curve.model_validate(c) for c in ARGUMENTS["curves"]]
     offers = [ASOffer.model_validate(o) for o in ARGUMENTS["as_offers"]]
 
     direct = median_us(lambda: direct_env.submit_offers(curves, offers))
-    through = median_us(lambda: environment.submit_offers(**ARGUMENTS))
+    through = median_us(lambda: unbounded.submit_offers(**ARGUMENTS))
+    with_deadline = median_us(lambda: bounded.submit_offers(**ARGUMENTS))
     validate_only = median_us(lambda: Bench.tools["submit_offers"].validator.validate("s", ARGUMENTS))
     convert_only = median_us(lambda: Bench.tools["submit_offers"].convert("s", ARGUMENTS))  # type: ignore[misc]
     print("validated call, desk-shaped arguments (5 curves x 3 points, 2 AS offers)")
     print(f"  bound method, typed arguments:  {direct:8.2f} us")
     print(
-        f"  SchemaTool call (all included): {through:8.2f} us   added {through - direct:6.2f} us (target <= 20)"
+        f"  SchemaTool call (all included): {through:8.2f} us   added {through - direct:6.2f} us (target <= 20; "
+        "call_timeout=None: the caller's thread)"
     )
     print(f"    of which schema validation:   {validate_only:8.2f} us (jsonschema-rs)")
     print(f"    of which pydantic conversion: {convert_only:8.2f} us")
+    print(
+        f"  under the default call timeout: {with_deadline:8.2f} us   added {with_deadline - through:6.2f} us more "
+        f"({with_deadline / through:.2f}x): the hop to a worker thread, which a call given up on can be left on"
+    )
 
 
 if __name__ == "__main__":

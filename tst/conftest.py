@@ -1,5 +1,6 @@
 """Fixtures every tier may share, each started only when first asked for: one local Ray cluster for the whole test
-session, and the OpenEnv tier's (tst/openenv/fixtures.py). And where τ²-bench's data comes from."""
+session, the OpenEnv tier's (tst/openenv/fixtures.py) and the ORS tier's (tst/ors/fixtures.py). And where
+τ²-bench's data comes from."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # project's default venv, not this interpreter's: a matrix row on Python 3.12 then gets 3.11 actors that never start.
 os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
 
-pytest_plugins = ["tst.openenv.fixtures"]
+pytest_plugins = ["tst.openenv.fixtures", "tst.ors.fixtures"]
 
 
 @pytest.fixture(scope="session")

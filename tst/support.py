@@ -51,6 +51,21 @@ def local_tau2_data(project: Path) -> Path | None:
     return None
 
 
+def tau2_folder(root: Path, *domains: str) -> Path:
+    """A folder of one's own laid out as τ²-bench's data is named (`<domain>/<file>`, with `agent/` and
+    `user_simulator/` beside the domains): a copy of each domain's files from the test data (to change them
+    freely), and the prompts' folders as they are."""
+    import os
+    import shutil
+
+    source = Path(os.environ["AGENT_ENV_TAU2_DATA"])
+    for domain in domains:
+        shutil.copytree(source / domain, root / domain)
+    for folder in ("agent", "user_simulator"):
+        (root / folder).symlink_to(source / folder, target_is_directory=True)
+    return root
+
+
 def trl_refusal(function: Any) -> str | None:
     """What TRL's rendering of a tool method (transformers' `get_json_schema`, which `apply_chat_template` runs)
     raises on `function` in the installed transformers, as `ExceptionName: ` and its words; None when it renders it.

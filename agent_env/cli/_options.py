@@ -92,12 +92,13 @@ def open_target(
     mcp: list[str] | None = None,
     mcp_header: list[str] | None = None,
     config: dict[str, Any] | None = None,
+    limits: dict[str, float] | None = None,
 ) -> AgentEnv:
     """The environment ENV (or `--mcp`) names, opened as `inspection.targets.open_environment` opens it."""
     from agent_env.inspection.targets import open_environment
 
     return open_environment(
-        environment, token=token, mcp=mcp or (), mcp_headers=mcp_header or (), config=config
+        environment, token=token, mcp=mcp or (), mcp_headers=mcp_header or (), config=config, limits=limits
     )
 
 

@@ -24,10 +24,17 @@ from agent_env.cli._options import (
 )
 
 
-def _above_zero(value: float) -> float:
+def _above_zero(value: float | None) -> float | None:
     """A typer callback refusing a number that must be above 0 (a timeout) when the options are read."""
-    if value <= 0:
+    if value is not None and value <= 0:
         raise typer.BadParameter(f"{value:g} is not above 0")
+    return value
+
+
+def _not_negative(value: float | None) -> float | None:
+    """A typer callback refusing a number of seconds below 0."""
+    if value is not None and value < 0:
+        raise typer.BadParameter(f"{value:g} is below 0")
     return value
 
 
@@ -194,6 +201,34 @@ def eval_command(
             "judge=...), 3 unless set.",
         ),
     ] = 3,
+    call_timeout: Annotated[
+        float | None,
+        typer.Option(
+            callback=_above_zero,
+            help="Seconds one call of an episode in this process (its reset, a tool, its reward) may run; past it "
+            "the model reads the timeout and the episode ends unscored (fault call_timeout). A served ENV's is its "
+            "server's (agent-env serve --call-timeout).",
+            show_default="60",
+        ),
+    ] = None,
+    episode_budget: Annotated[
+        float | None,
+        typer.Option(
+            callback=_above_zero,
+            help="Seconds all of an episode's calls may run together (the model's time is not counted); past it "
+            "the episode ends unscored (fault episode_budget). A served ENV's is its server's.",
+            show_default="600",
+        ),
+    ] = None,
+    capacity_wait: Annotated[
+        float | None,
+        typer.Option(
+            callback=_not_negative,
+            help="Seconds an episode waits for room on a full served ENV before it ends unscored (fault "
+            "too_many_episodes).",
+            show_default="30",
+        ),
+    ] = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -290,8 +325,22 @@ def eval_command(
             from agent_env.evaluation._plot import check_plot_path
 
             check_plot_path(plot)
+        limits = {
+            "call_timeout": call_timeout,
+            "episode_budget": episode_budget,
+            "capacity_wait": capacity_wait,
+        }
         env = stack.enter_context(
-            closing(open_target(environment, token=token, mcp=mcp, mcp_header=mcp_header, config=settings))
+            closing(
+                open_target(
+                    environment,
+                    token=token,
+                    mcp=mcp,
+                    mcp_header=mcp_header,
+                    config=settings,
+                    limits={name: value for name, value in limits.items() if value is not None},
+                )
+            )
         )
         _check_user_settings(env, settings)
         endpoint = Endpoint(base_url, model, api_key_env, timeout=timeout, max_retries=max_retries)

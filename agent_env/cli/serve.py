@@ -1,4 +1,4 @@
-"""`agent-env serve`: serve an environment over HTTP (MCP, the episode control API, and OpenEnv's surface)."""
+"""`agent-env serve`: serve an environment over HTTP (MCP, the episode control API, OpenEnv's and ORS's surfaces)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from agent_env.errors import AgentEnvError
 from agent_env.server.limits import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
+    DEFAULT_EPISODE_BUDGET,
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_HOST,
     DEFAULT_IDLE_TIMEOUT,
@@ -61,6 +62,9 @@ def serve(
     call_timeout: Annotated[
         float, typer.Option(help="Seconds a reset, tool call or reward may run.")
     ] = DEFAULT_CALL_TIMEOUT,
+    episode_budget: Annotated[
+        float, typer.Option(help="Seconds all of one episode's calls may run together.")
+    ] = DEFAULT_EPISODE_BUDGET,
     max_body_bytes: Annotated[
         int, typer.Option(help="Largest request body accepted; larger gets 413.")
     ] = DEFAULT_MAX_BODY_BYTES,
@@ -100,20 +104,32 @@ def serve(
             "--openenv", help="Also serve OpenEnv's /ws, /mcp dialect, /health, /schema at /openenv."
         ),
     ] = False,
+    ors: Annotated[
+        bool,
+        typer.Option(
+            "--ors",
+            help="Also serve the Open Reward Standard's routes at the root (/create_session, /{env}/call, ...).",
+        ),
+    ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     mcp: McpOption = None,
     mcp_header: McpHeaderOption = None,
 ) -> None:
-    """Serve ENVIRONMENT over HTTP: MCP at /mcp, the episode control API beside it (see docs/server.md), and with
-    --openenv OpenEnv's wire surface at /openenv (see docs/openenv.md)."""
+    """Serve ENVIRONMENT over HTTP: MCP at /mcp, the episode control API beside it (see docs/server.md), with
+    --openenv OpenEnv's wire surface at /openenv (see docs/openenv.md), and with --ors the Open Reward Standard's
+    routes at the root (see docs/ors.md)."""
     from agent_env.envs import search_working_directory
     from agent_env.inspection.targets import environment_reference
     from agent_env.openenv.server import OpenEnvSurface
+    from agent_env.ors.server import ORSSurface
     from agent_env.server import serve as run_server
+    from agent_env.server.surface import Surface
 
     search_working_directory()  # as tools, render and check do
     with reported("serve", (ValueError, LookupError, ImportError, AgentEnvError)):  # not OSError, as before
         options = constructor_arguments(config)
+        surfaces: list[Surface] = [OpenEnvSurface()] if openenv else []
+        surfaces += [ORSSurface()] if ors else []
         run_server(
             environment_reference(environment, mcp or [], mcp_header or []),
             host=host,
@@ -124,6 +140,7 @@ def serve(
             max_episodes=max_episodes,
             idle_timeout=idle_timeout,
             call_timeout=call_timeout,
+            episode_budget=episode_budget,
             log_level=log_level,
             mcp_row=parse_row(mcp_row),
             header_timeout=header_timeout,
@@ -133,7 +150,7 @@ def serve(
             allowed_origins=[*LOOPBACK_ORIGINS, *(allow_origin or [])],
             body_timeout=body_timeout,
             max_body_values=max_body_values,
-            surfaces=[OpenEnvSurface()] if openenv else [],
+            surfaces=surfaces,
             **options,
         )
 

@@ -15,12 +15,16 @@ are counted beside the agent endpoint's.
 An environment with a simulated user (it publishes `message_user`, `agent_env.users.USER_CHANNEL`) is played by
 the official protocol of such benchmarks (τ²-bench's): the model is not offered `message_user` nor `end_turn`; a
 reply without tool calls is its message to the user, sent through `message_user`, whose answer comes back as a user
-message; the episode ends when a call ends it (the user says goodbye, a transfer). Reaching `max_turns` scores 0, as
-the benchmark scores an episode that neither side ended. The rest is τ²-bench's default, with which its leaderboard
-runs (`enforce_communication_protocol` off): a reply that both writes text and calls tools runs its calls, and its
-text, which goes to the environment with them and never to the user, is still the agent's words in the record
-(`agent_env.users.ASIDE`), where COMMUNICATE counts it; a reply with neither, which upstream refuses, retries and
-leaves out of its metrics, ends the episode as `error`, unscored and counted (`empty_reply`).
+message; the episode ends when a call ends it (the user says goodbye, a limit is reached). Reaching `max_turns`
+scores 0, as the benchmark scores an episode that neither side ended. Each reply that calls tools is announced to
+the environment first (`agent_env.users.ASIDE`: its text, and how many of its calls follow), so that it counts the
+reply as one message and applies its limits once every call of it has run, as τ²-bench's orchestrator does; every
+call of the reply runs, in order. What the model reads after a call is what τ²-bench's environment writes (`Error: `
+and the error, `_messages.upstream_text`). The rest is τ²-bench's default, with which its leaderboard runs
+(`enforce_communication_protocol` off): a reply that both writes text and calls tools runs its calls, and its text,
+which goes to the environment with them and never to the user, is still the agent's words in the record, where
+COMMUNICATE counts it; a reply with neither, which upstream refuses, retries and leaves out of its metrics, ends the
+episode as `error`, unscored and counted (`empty_reply`).
 """
 
 from __future__ import annotations
@@ -35,10 +39,22 @@ from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from agent_env.errors import ModelEndpointError, UnknownToolError, UnscoredEpisodeError
+from agent_env.errors import (
+    CallTimeoutError,
+    ModelEndpointError,
+    ProviderError,
+    UnknownToolError,
+    UnscoredEpisodeError,
+)
 from agent_env.evaluation._arms import Arm
-from agent_env.evaluation._calls import ACCEPTED, run_call
-from agent_env.evaluation._messages import tool_message
+from agent_env.evaluation._calls import ACCEPTED, CallOutcome, decode_arguments, run_call
+from agent_env.evaluation._messages import (
+    tool_message,
+    tool_not_found,
+    unreadable_arguments,
+    unsupported_call,
+    upstream_text,
+)
 from agent_env.inspection.probe import opening
 from agent_env.llm import ChatClient, RequestFailedError, Sampling
 from agent_env.session import Provider, Session
@@ -252,7 +268,10 @@ class Player:
                                     "ended the conversation, which the official protocol scores 0"}  # fmt: skip
             else:
                 score = await self._blocking(opened.score)
-                record.reward, record.breakdown = float(score.reward), score.breakdown
+                record.reward, record.breakdown = (
+                    official_reward(score.reward, score.breakdown),
+                    score.breakdown,
+                )
                 faults.update(services_faults(score.breakdown))
         except RequestFailedError as error:
             record.ended_by, record.error = "error", self.client.scrub(str(error))
@@ -272,7 +291,13 @@ class Player:
                 faults.update(cause.faults)
             else:
                 record.error = self.client.scrub(environment_failure(error))
-                faults[error.code if error.infrastructure else ENVIRONMENT_ERROR] += 1
+                faults[unscored_fault(error)] += 1
+        except (
+            CallTimeoutError
+        ) as error:  # a call outside the model's (its simulated user's reply) out of time
+            record.ended_by = "error"
+            record.error = self.client.scrub(f"{type(error).__name__}: {error}")
+            faults[error.code] += 1
         except Exception as error:  # the environment (reset, reward, its provider) failed: this episode only
             record.ended_by = "error"
             record.error = self.client.scrub(environment_failure(error))
@@ -348,10 +373,9 @@ class Player:
         if reply.tool_calls:
             if text:
                 faults["text_with_calls"] += 1
-                await self._aside(session, text, faults)
             if len(reply.tool_calls) > 1:
                 faults["parallel_calls"] += 1
-            return await self._run_calls(session, reply.tool_calls, turn, record, faults)
+            return await self._reply_calls(session, text, reply.tool_calls, turn, record, faults)
         if not text:
             faults[EMPTY_REPLY] += 1
             record.error = (
@@ -361,17 +385,71 @@ class Player:
             )
             return "error"
         answer = await self._blocking(lambda: session.call_tool(USER_CHANNEL, {"message": text}))
-        record.transcript.append({"role": "user", "content": answer})
+        ended = self._ended(session, record)
+        if answer or ended is None:  # no answer: the episode ended before the user could answer (a limit)
+            record.transcript.append({"role": "user", "content": answer})
+        return ended
+
+    async def _reply_calls(
+        self,
+        session: Session,
+        text: str,
+        calls: Sequence[Any],
+        turn: int,
+        record: Episode,
+        faults: Counter[str],
+    ) -> str | None:
+        """A reply's calls under the user protocol: announced to the environment first (its text, the calls that will
+        reach it and those answered here), then every one run in order, each answered as τ²-bench's environment
+        answers it. Returns how the episode ended, or None while it goes on."""
+        screened = [self._screened(call) for call in calls]
+        reaching = sum(outcome is None for outcome in screened)
+        announcement = {"text": text, "calls": reaching, "refused": len(calls) - reaching}
+        try:
+            await self._blocking(lambda: session.call_tool(ASIDE, announcement))
+        except UnknownToolError:  # an environment that keeps no such record: its calls count one by one
+            if text:
+                faults["aside_unheard"] += 1
+        for call, outcome in zip(calls, screened, strict=True):
+            if outcome is None:
+                if session.ended() is not None:  # it ended before this reply's calls could run
+                    continue
+                outcome = await run_call(session, call, self.schemas, executor=self.executor, upstream=True)
+            self._answered(call, outcome, turn, record, faults)
         return self._ended(session, record)
 
-    async def _aside(self, session: Session, text: str, faults: Counter[str]) -> None:
-        """Tell the environment the text of a reply that also calls tools: its words for its record (τ²-bench's
-        COMMUNICATE counts them), which no user reads. An environment without `ASIDE` keeps no such record: counted
-        (`aside_unheard`), and the episode goes on."""
-        try:
-            await self._blocking(lambda: session.call_tool(ASIDE, {"text": text}))
-        except UnknownToolError:
-            faults["aside_unheard"] += 1
+    def _screened(self, call: Any) -> CallOutcome | None:
+        """What eval answers itself, as τ²-bench's environment would, for a call that never reaches the environment
+        under the user protocol: one of another type, one naming a tool the model was not offered (the user's
+        channel, `end_turn`, the hidden announcement), one whose arguments are not JSON. None for a call the session
+        runs (a name no tool has among them: the environment counts it as a failed call, as upstream does)."""
+        if call.type != "function":
+            return CallOutcome("unsupported_type", upstream_text(error=unsupported_call(call.type)))
+        if call.name in WITHHELD:
+            return CallOutcome("unknown_tool", upstream_text(error=tool_not_found(call.name)))
+        if call.name in self.schemas:
+            _, problem = decode_arguments(call.arguments)
+            if problem is not None:
+                error = unreadable_arguments(call.name, self.schemas[call.name], problem)
+                return CallOutcome("not_json", upstream_text(error=error))
+        return None
+
+    def _answered(
+        self, call: Any, outcome: CallOutcome, turn: int, record: Episode, faults: Counter[str]
+    ) -> None:
+        """Count and record a call's outcome, and the tool message that answers it."""
+        if outcome.verdict in ("not_json", "unknown_tool", "unsupported_type"):
+            faults[outcome.verdict] += 1
+        record.calls.append(
+            {
+                "turn": turn,
+                "id": call.id,
+                "name": call.name,
+                "arguments": call.arguments,
+                "verdict": outcome.verdict,
+            }
+        )
+        record.transcript.append(tool_message(call.id, outcome.content))
 
     def _ended(self, session: Session, record: Episode) -> str | None:
         """`ended` once a call has ended the episode from within (the environment's reason kept), else None."""
@@ -391,23 +469,26 @@ class Player:
         ended: str | None = None
         for call in calls:
             outcome = await run_call(session, call, self.schemas, executor=self.executor)
-            if outcome.verdict in ("not_json", "unknown_tool", "unsupported_type"):
-                faults[outcome.verdict] += 1
-            record.calls.append(
-                {
-                    "turn": turn,
-                    "id": call.id,
-                    "name": call.name,
-                    "arguments": call.arguments,
-                    "verdict": outcome.verdict,
-                }
-            )
-            record.transcript.append(tool_message(call.id, outcome.content))
+            self._answered(call, outcome, turn, record, faults)
             if ended is None and outcome.verdict == ACCEPTED and call.name == END_TURN:
                 ended = "end_turn"
             elif ended is None:  # a failed call ends it too when it reaches a limit (τ²'s max_errors)
                 ended = self._ended(session, record)
         return ended
+
+
+WITHHELD = frozenset({USER_CHANNEL, END_TURN, ASIDE})
+"""The tools a model is not offered under a simulated user's protocol: a call of one by name is, as upstream's agent
+would find, a tool not found."""
+
+
+def official_reward(reward: float, breakdown: Mapping[str, Any] | None) -> float:
+    """The reward eval reports: the benchmark's own (`official_reward` in the breakdown) where the environment gives
+    it beside another it trains on (τ²'s `reward="checks"`), else the environment's reward."""
+    official = (breakdown or {}).get("official_reward")
+    if isinstance(official, int | float) and not isinstance(official, bool):
+        return float(official)
+    return float(reward)
 
 
 def services_faults(breakdown: Mapping[str, Any] | None) -> dict[str, int]:
@@ -424,12 +505,21 @@ def services_faults(breakdown: Mapping[str, Any] | None) -> dict[str, int]:
     }
 
 
+def unscored_fault(error: UnscoredEpisodeError) -> str:
+    """The fault an episode its environment could not score is counted as: where it ran failing, by that failure's
+    code (a call out of time, `call_timeout` or `episode_budget`; a full server, `too_many_episodes`), another
+    service by the error's own code (`infrastructure_failed`), the environment's code failing `environment_error`."""
+    if not error.infrastructure:
+        return ENVIRONMENT_ERROR
+    return error.cause.code if isinstance(error.cause, ProviderError) else error.code
+
+
 def environment_failure(error: Exception) -> str:
     """Why an episode whose environment failed ended, as its record says it: an episode the environment could not
-    score (`UnscoredEpisodeError`) by what failed, without the episode's own name (the record is the episode's, and
-    episodes that fail alike are counted together); anything else by what was raised."""
+    start or score (`UnscoredEpisodeError`) by what failed, without the episode's own name (the record is the
+    episode's, and episodes that fail alike are counted together); anything else by what was raised."""
     if isinstance(error, UnscoredEpisodeError) and error.environment:
-        return f"{error.environment} could not score it: {error.why}"
+        return f"{error.environment} could not {'start' if error.starting else 'score'} it: {error.why}"
     if isinstance(error, UnscoredEpisodeError):
         return str(error)
     return f"the environment raised {type(error).__name__}: {error}"

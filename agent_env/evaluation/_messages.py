@@ -27,6 +27,22 @@ def tool_text(result: Any = None, error: BaseException | None = None) -> str:
     return result if isinstance(result, str) else str(result)
 
 
+def upstream_text(result: Any = None, error: BaseException | None = None) -> str:
+    """What the model reads after a call under a simulated user's protocol (τ²-bench's), as τ²-bench's environment
+    writes its tool message (`Environment.get_response`, src/tau2/environment/environment.py, lines 473-490):
+    the result's text, or `Error: ` and the error's text for a call that failed. agent_env's own teaching error for
+    arguments that break the schema reaches the model in that form too."""
+    if error is not None:
+        return f"Error: {error}"
+    return result if isinstance(result, str) else str(result)
+
+
+def tool_not_found(name: str) -> ValueError:
+    """The error τ²-bench's toolkit raises for a name it has no tool for (src/tau2/environment/toolkit.py, line 141):
+    what the model reads, under its protocol, for a tool it was not offered."""
+    return ValueError(f"Tool '{name}' not found.")
+
+
 def tool_message(call_id: str, content: str) -> dict[str, Any]:
     """The `tool` message that answers call `call_id`, as an OpenAI-compatible server takes it."""
     return {"role": "tool", "tool_call_id": call_id, "content": content}

@@ -1,10 +1,12 @@
 """The run's JSONL file: a first line with the run's settings, then one complete line per finished episode, each
 written and flushed as the episode ends, so a killed run loses only the episodes in flight.
 
-`--resume` reads the file back: its settings must be this run's, a last line cut short by the kill is dropped, and
-every episode that ran to a reward is not played again (one that ended in an `error` is: the server failed it, not
-the model; and so is one an earlier version ended as `agent_error`, by a protocol rule since dropped). Where an
-episode appears twice, its last line is the one that counts.
+A run that finishes ends its file with a summary line (`{"type": "summary", ...}`: what the command prints, pass^k
+included, as `agent-env eval --json` gives it). `--resume` reads the file back: its settings must be this run's, a
+last line cut short by the kill is dropped, so is the summary a finished run ended with (the resumed run writes its
+own at its end), and every episode that ran to a reward is not played again (one that ended in an `error` is: the
+server failed it, not the model; and so is one an earlier version ended as `agent_error`, by a protocol rule since
+dropped). Where an episode appears twice, its last line is the one that counts.
 """
 
 from __future__ import annotations
@@ -73,6 +75,10 @@ class RunFile:
         self._write(episode.to_json())
         self.episodes[(episode.arm, episode.episode)] = episode.light()
 
+    def summarize(self, summary: Mapping[str, Any]) -> None:
+        """End the file with the run's summary line."""
+        self._write({"type": "summary", **summary})
+
     def close(self) -> None:
         self._file.close()
 
@@ -84,7 +90,10 @@ class RunFile:
     def _read(self, header: dict[str, Any]) -> None:
         data = self.path.read_bytes()
         complete = data[: data.rfind(b"\n") + 1]
-        if len(complete) < len(data):  # the kill cut the last line short: drop it before appending
+        last = complete[complete.rfind(b"\n", 0, len(complete) - 1) + 1 :]
+        if last.startswith(b'{"type":"summary"'):  # the run finished once: this run writes its own summary
+            complete = complete[: len(complete) - len(last)]
+        if len(complete) < len(data):  # the kill cut the last line short, or a summary ends it: drop it
             with self.path.open("r+b") as file:
                 file.truncate(len(complete))
         lines = complete.decode("utf-8").splitlines()

@@ -205,27 +205,34 @@ async def aevaluate(
                 started = time.perf_counter()
                 await play_all(todo, concurrency, player, log, on_episode)
                 elapsed = time.perf_counter() - started
+            played = list(log.episodes.values())
+            summaries = [summarize(played, arm.name) for arm in chosen]
+            report = Report(
+                environment=env.provider.name,
+                model=shown_model,
+                split=split if rows is None else "given rows",
+                arms=[(arm.name, arm.shows) for arm in chosen],
+                summaries=summaries,
+                comparison=compare(played, FULL, chosen[1].name) if len(chosen) > 1 else None,
+                played=len(todo),
+                skipped=len(tasks) * len(chosen) - len(todo),
+                episodes_per_minute=len(todo) / elapsed * 60 if todo and elapsed > 0 else None,
+                notes=[
+                    *notes,
+                    *reply_notes(summaries),
+                    *pass_notes(summaries, trials),
+                    *breakdown_notes(played),
+                ],
+                unrenderable={name: why for arm in chosen for name, why in arm.unrenderable.items()},
+                out=str(out),
+                episodes=played,
+            )
+            log.summarize(report.to_json())
         finally:
             log.close()
     finally:
         await client.aclose()
-    played = list(log.episodes.values())
-    summaries = [summarize(played, arm.name) for arm in chosen]
-    return Report(
-        environment=env.provider.name,
-        model=shown_model,
-        split=split if rows is None else "given rows",
-        arms=[(arm.name, arm.shows) for arm in chosen],
-        summaries=summaries,
-        comparison=compare(played, FULL, chosen[1].name) if len(chosen) > 1 else None,
-        played=len(todo),
-        skipped=len(tasks) * len(chosen) - len(todo),
-        episodes_per_minute=len(todo) / elapsed * 60 if todo and elapsed > 0 else None,
-        notes=[*notes, *reply_notes(summaries), *pass_notes(summaries, trials), *breakdown_notes(played)],
-        unrenderable={name: why for arm in chosen for name, why in arm.unrenderable.items()},
-        out=str(out),
-        episodes=played,
-    )
+    return report
 
 
 def default_max_turns(published: Sequence[Mapping[str, Any]]) -> int:
@@ -364,14 +371,16 @@ def pass_notes(summaries: list[ArmSummary], trials: int) -> list[str]:
 
 
 def breakdown_notes(episodes: list[Episode]) -> list[str]:
-    """What the environment said of its rewards, once each (an episode's own ending is in its record): a reward
-    that is not the official metric, a user that is not the benchmark's."""
+    """What the environment said of its rewards, once each (an episode's own ending is in its record): every
+    `note` and `..._note` of the breakdowns, such as a reward that is not the official metric, a user that is not the
+    benchmark's, the reward an environment trains on, or which prompts its agent and user were told."""
     said: Counter[str] = Counter()
     for episode in episodes:
-        breakdown = episode.breakdown or {}
-        for key in ("note", "user_note"):
-            if isinstance(breakdown.get(key), str) and episode.ended_by not in ("max_turns", "agent_error"):
-                said[breakdown[key]] += 1
+        if episode.ended_by in ("max_turns", "agent_error"):
+            continue
+        for key, note in (episode.breakdown or {}).items():
+            if (key == "note" or key.endswith("_note")) and isinstance(note, str):
+                said[note] += 1
     return [f"{note} ({count} of {len(episodes)} episodes)" for note, count in said.items()]
 
 

@@ -32,19 +32,22 @@ def open_environment(
     mcp: Sequence[str] = (),
     mcp_headers: Sequence[str] = (),
     config: Mapping[str, Any] | None = None,
+    limits: Mapping[str, float] | None = None,
 ) -> AgentEnv:
     """The environment `target` names: `AgentEnv.connect` for a URL, else `AgentEnv.local` of what
     `environment_reference` names (with `mcp`, an MCP environment of those servers, `mcp_headers` sent to their URLs),
-    built with `config` (its constructor's arguments).
+    built with `config` (its constructor's arguments), under `limits` where given (`call_timeout`, `episode_budget`:
+    an environment in this process's; `capacity_wait`: a served one's).
 
     Raises:
         LookupError: No built-in environment or class has that name.
         ImportError: The module of a `module:Class` reference cannot be imported.
         ValueError: Both a target and MCP servers, an `--mcp` value that names no server, or an `--mcp-header`
             that is malformed, names an unset variable, or has no `--mcp` URL to go to; `config` for a URL, whose
-            environment the server built.
+            environment the server built; a limit that the other kind of environment has instead.
         AgentEnvError: The server at a URL cannot be reached or refuses the token; an MCP server does not start.
     """
+    limits = dict(limits or {})
     if not mcp and target is not None and is_url(target):
         _no_headers_without_urls(mcp_headers)
         if config:
@@ -52,9 +55,19 @@ def open_environment(
                 f"{target} serves an environment the server built: give its settings ({', '.join(config)}) to "
                 "`agent-env serve ... -c key=value` there, not here"
             )
-        return AgentEnv.connect(target, token=token)
+        served = sorted(set(limits) - {"capacity_wait"})
+        if served:
+            flags = " and ".join("--" + name.replace("_", "-") for name in served)
+            raise ValueError(
+                f"{target}'s server bounds its episodes' calls: give {flags} to `agent-env serve` there"
+            )
+        return AgentEnv.connect(target, token=token, capacity_wait=limits.get("capacity_wait"))
+    if "capacity_wait" in limits:
+        raise ValueError(
+            "--capacity-wait is for a served environment (a URL): one in this process is never full"
+        )
     search_working_directory()
-    return AgentEnv.local(environment_reference(target, mcp, mcp_headers), **(config or {}))
+    return AgentEnv.local(environment_reference(target, mcp, mcp_headers), **limits, **(config or {}))
 
 
 def environment_reference(

@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import keyword
 import logging
-import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +27,7 @@ from agent_env.mcp.errors import MCPServerError, ToolsChangedError
 from agent_env.schema import fingerprint
 from agent_env.schema._describe import short
 from agent_env.tools import Tool
+from agent_env.tools import python_identifier as _identifier
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -338,19 +337,6 @@ def _check_reward_tool(label: str, entry: Any) -> None:
             f"function that calls it with what it needs: `def reward(episode): return "
             f"episode.call_tool({entry.name!r}, {{...}}).json()`"
         )
-
-
-_NOT_IDENTIFIER = re.compile(r"\W", re.ASCII)
-
-
-def _identifier(name: str) -> str:
-    """`name` with every character that cannot be in a Python identifier made `_` (`get-sum` -> `get_sum`), a
-    `tool_` before a digit (`3d-print` -> `tool_3d_print`), and a `_` after a keyword (`import` -> `import_`), which
-    cannot name a function either."""
-    safe = name if name.isidentifier() else _NOT_IDENTIFIER.sub("_", name)
-    if safe[:1].isdigit():
-        safe = f"tool_{safe}"
-    return f"{safe}_" if keyword.iskeyword(safe) else safe
 
 
 __all__ = ["ServerSet"]

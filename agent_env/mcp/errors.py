@@ -8,7 +8,7 @@ actor lost, a served episode gone, an agent_env token refused): across `agent-en
 
 from __future__ import annotations
 
-from agent_env.server.errors import RemoteError
+from agent_env.server.errors import CallTimeoutError, RemoteError
 
 
 class MCPServerError(RemoteError):
@@ -29,8 +29,9 @@ class MCPServerLostError(MCPServerError):
     code = "mcp_server_lost"
 
 
-class MCPTimeoutError(MCPServerError, TimeoutError):
-    """A call got no answer from its MCP server in time; the server was stopped and the episode's state is gone."""
+class MCPTimeoutError(MCPServerError, CallTimeoutError):
+    """A call got no answer from its MCP server in time; the server was stopped and the episode's state is gone. A
+    `CallTimeoutError`, so its episode ends as any call out of time ends it: unscored, left out by a trainer."""
 
     code = "mcp_timeout"
 

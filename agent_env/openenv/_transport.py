@@ -32,8 +32,9 @@ class Connection(Protocol):
     def send(self, text: str) -> None:
         """Send one message; raise `ServerUnavailableError` if the connection is gone."""
 
-    def recv(self) -> str:
-        """The next message; raise `CallTimeoutError` past the timeout, `ServerUnavailableError` if it closed."""
+    def recv(self, timeout: float | None = None) -> str:
+        """The next message; raise `CallTimeoutError` past `timeout` seconds (the connection's own when None),
+        `ServerUnavailableError` if it closed."""
 
     def close(self) -> None:
         """Close the connection; never raises."""
@@ -108,14 +109,15 @@ class WebSocketConnection:
                 f"the OpenEnv server at {self.url} closed the connection ({error})"
             ) from None
 
-    def recv(self) -> str:
+    def recv(self, timeout: float | None = None) -> str:
         from websockets.exceptions import ConnectionClosed
 
+        wait = self.timeout if timeout is None else timeout
         try:
-            message = self.socket.recv(timeout=self.timeout)
+            message = self.socket.recv(timeout=wait)
         except TimeoutError:
             raise CallTimeoutError(
-                f"no answer from the OpenEnv server at {self.url} within {self.timeout:g} s"
+                f"no answer from the OpenEnv server at {self.url} within {wait:g} s"
             ) from None
         except ConnectionClosed as error:
             raise ServerUnavailableError(

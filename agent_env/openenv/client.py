@@ -15,13 +15,16 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from agent_env._deadline import DEFAULT_EPISODE_BUDGET, Deadline, check_limit
 from agent_env.environment import TURN_ENDED, Environment
 from agent_env.errors import (
     AgentEnvError,
+    CallTimeoutError,
     SessionClosedError,
     ToolArgumentError,
     ToolDefinitionError,
@@ -32,8 +35,8 @@ from agent_env.errors import (
 from agent_env.openenv import _wire as wire
 from agent_env.openenv._transport import Connection, Transport, WebSocketTransport, base_url
 from agent_env.schema._validator import short
+from agent_env.server.capacity import DEFAULT_CAPACITY_WAIT, check_wait, while_full, with_room
 from agent_env.server.errors import (
-    CallTimeoutError,
     DatasetNotFoundError,
     EpisodeNotFoundError,
     InvalidRequestError,
@@ -43,7 +46,15 @@ from agent_env.server.errors import (
     ServerUnavailableError,
     TooManyEpisodesError,
 )
-from agent_env.session import EpisodeState, Session, episode_label, nothing_to_score, require_running
+from agent_env.session import (
+    EpisodeState,
+    Session,
+    episode_label,
+    nothing_to_score,
+    require_running,
+    timed_out_ending,
+    timed_out_episode,
+)
 from agent_env.tools import END_TURN, Tool, ToolSet
 from agent_env.users import ASIDE, USER_CHANNEL, UserChat
 
@@ -60,16 +71,21 @@ DEFAULT_NAME = "OpenEnv"
 class OpenEnvProvider:
     """Opens sessions of an environment served by OpenEnv (or by `agent-env serve --openenv`); picklable.
 
-    It pickles as its URL, headers, timeout and name (and its transport, when it is not the default one); each
-    process lists the tools again on first use, and every session opens its own WebSocket on its first `reset`.
+    It pickles as its URL, headers, timeout, name and limits (and its transport, when it is not the default one);
+    each process lists the tools again on first use, and every session opens its own WebSocket on its first `reset`.
 
     Args:
         url: The server's base URL (`http://127.0.0.1:8000`, or `http://host:8000/openenv` for an agent_env server);
             `ws://` and `wss://` work too.
         headers: Sent with every connection, e.g. `{"Authorization": "Bearer <token>"}`.
-        timeout: Seconds to connect, and to wait for any answer, before failing with a `RemoteError`.
+        timeout: Seconds to connect, and to wait for any answer, before failing with a `RemoteError` (an answer to
+            a call: `CallTimeoutError`, which ends the episode).
         name: The environment's name (TRL names the reward after it); fetched from `/metadata` when not given.
         transport: How to reach the server; the default speaks WebSockets (`websockets`) and HTTP (`httpx`).
+        episode_budget: Seconds all the answers of one episode (its reset, its calls, its reward) may take together;
+            past it the call waiting fails with `EpisodeBudgetError`, and the episode ends unscored. None: no limit.
+        capacity_wait: Seconds a new session waits for room on a full server (`CAPACITY_REACHED`) before its reset
+            fails as an `InfrastructureFailedError`.
 
     Raises:
         ToolDefinitionError: A tool's name or schema cannot be published as agent_env publishes tools, or the
@@ -82,6 +98,8 @@ class OpenEnvProvider:
     timeout: float
     name: str
     transport: Transport
+    episode_budget: float | None
+    capacity_wait: float
     _tools: ToolSet | None
     _class: str | None
     _lock: threading.Lock
@@ -94,7 +112,13 @@ class OpenEnvProvider:
         timeout: float = 60.0,
         name: str | None = None,
         transport: Transport | None = None,
+        episode_budget: float | None = DEFAULT_EPISODE_BUDGET,
+        capacity_wait: float = DEFAULT_CAPACITY_WAIT,
     ) -> None:
+        check_limit("episode_budget", episode_budget)
+        check_wait(capacity_wait)
+        self.episode_budget = episode_budget
+        self.capacity_wait = capacity_wait
         self._restore(base_url(url), dict(headers or {}), timeout, name, transport)
         if name is None:
             self.name = self.transport.environment_name() or DEFAULT_NAME
@@ -132,6 +156,11 @@ class OpenEnvProvider:
         """Nothing to free in this process: each session holds (and closes) its own connection."""
 
     def _list_tools(self) -> list[Any]:
+        return while_full(
+            self._list_tools_once, wait=self.capacity_wait
+        )  # a full server refuses the listing too
+
+    def _list_tools_once(self) -> list[Any]:
         connection = self.transport.connect()
         try:
             reply = exchange(
@@ -198,10 +227,19 @@ class OpenEnvProvider:
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {"url": self.url, "headers": self.headers, "timeout": self.timeout, "name": self.name}
+        state = {
+            "url": self.url,
+            "headers": self.headers,
+            "timeout": self.timeout,
+            "name": self.name,
+            "episode_budget": self.episode_budget,
+            "capacity_wait": self.capacity_wait,
+        }
         return state if self._default_transport else {**state, "transport": self.transport}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        self.episode_budget = state.get("episode_budget", DEFAULT_EPISODE_BUDGET)
+        self.capacity_wait = state.get("capacity_wait", DEFAULT_CAPACITY_WAIT)
         self._restore(state["url"], state["headers"], state["timeout"], state["name"], state.get("transport"))
 
     def __repr__(self) -> str:
@@ -216,7 +254,9 @@ class OpenEnvSession(Session):
     nothing is sent). The server's answer then counts: a `done: true` ends the episode, a reward is kept, and a tool
     error comes back as `ToolArgumentError` (`invalid_args`), `UnknownToolError` (`tool_not_found`) or `ToolError`
     with the server's message. If the connection drops or an answer times out, the server's environment is gone
-    with it: calls fail with `EpisodeNotFoundError` until a `reset` opens a new connection.
+    with it: calls fail with `EpisodeNotFoundError` until a `reset` opens a new connection. A call that gets no answer
+    in time (the provider's `timeout`, or what is left of the episode's budget), or that the server says timed out,
+    ends the episode as in process: later calls are refused, and its reward raises `TimedOutEpisodeError`.
     """
 
     def __init__(self, provider: OpenEnvProvider) -> None:
@@ -228,6 +268,9 @@ class OpenEnvSession(Session):
         self._ended_by = END_TURN_CALLED
         self._unscored: str | None = None
         """Why the server could not score the episode, once the step that ends it failed there."""
+        self._timed_out: CallTimeoutError | None = None
+        """The call that did not finish in time and ended the episode, if one did."""
+        self._deadline = Deadline(provider.timeout, provider.episode_budget)
         self.episode = f"(on the OpenEnv server at {provider.url})"
         """How messages name the current episode: its row's id (or the row) and where it runs."""
         self._lock = threading.RLock()
@@ -238,10 +281,21 @@ class OpenEnvSession(Session):
     def reset(self, **row: Any) -> str | None:
         with self._lock:
             self._require_open()
-            if self._connection is None:
-                self._connection = self.provider.transport.connect()
             self.episode = episode_label(row, f"on the OpenEnv server at {self.provider.url}")
-            data = self._exchange({"type": "reset", "data": row}, "reset")
+            self.state = EpisodeState.NEW  # a reset that fails leaves no episode running
+            self._timed_out = None
+            self._deadline.begin()
+            try:
+                data = with_room(
+                    lambda: self._start(row),
+                    wait=self.provider.capacity_wait,
+                    environment=self.provider.name,
+                    episode=self.episode,
+                )
+            except CallTimeoutError as error:  # the episode never started, and what the reset did is unknown
+                raise timed_out_episode(
+                    error, environment=self.provider.name, episode=self.episode, starting=True
+                ) from error
             self.state = EpisodeState.RUNNING
             self._reward = None
             self._lost = None
@@ -250,21 +304,39 @@ class OpenEnvSession(Session):
             observation = data.get("observation")
             return wire.observation_text(observation) if isinstance(observation, dict) else None
 
+    def _start(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Send the reset, on a new connection when the session has none (a full server refuses it there)."""
+        if self._connection is None:
+            self._connection = self.provider.transport.connect()
+        return self._exchange({"type": "reset", "data": row}, "reset")
+
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
         tool = self.provider.tool_set().resolve(name)
         with self._lock:
             self._require_running(name)
-            result: str = tool.function(self, **tool.bind(arguments))
+            try:
+                result: str = tool.function(self, **tool.bind(arguments))
+            except CallTimeoutError as error:
+                self._time_out(error, f"tool '{name}'")
+                raise
             if name == END_TURN:
                 self.state = EpisodeState.ENDED
                 self._ended_by = END_TURN_CALLED
             return result
+
+    def _time_out(self, error: CallTimeoutError, action: str) -> None:
+        """End the episode on `action`, a call that did not finish in time."""
+        self._timed_out = error
+        self.state = EpisodeState.ENDED
+        self._ended_by = error.ended = timed_out_ending(error, action)
 
     def reward(self) -> float:
         with self._lock:
             self._require_open()
             if self.state is EpisodeState.NEW:
                 raise nothing_to_score()
+            if self._timed_out is not None:
+                raise timed_out_episode(self._timed_out, environment=self.provider.name, episode=self.episode)
             if self._unscored is None and self.state is EpisodeState.RUNNING and self._lost is None:
                 try:
                     self.call_tool(END_TURN, {})
@@ -329,11 +401,22 @@ class OpenEnvSession(Session):
             raise EpisodeNotFoundError(
                 self._lost or f"{action}: this session has no connection; call reset(...)"
             )
+        deadline = self._deadline
+        started = time.monotonic()
         try:
-            reply = exchange(connection, message, action)
+            reply = exchange(connection, message, action, deadline.timeout())
         except (CallTimeoutError, ServerUnavailableError) as error:
-            self._drop(f"{error}; the episode was lost with its connection: call reset(...) to start another")
-            raise
+            failure = error
+            if isinstance(error, CallTimeoutError) and deadline.bounded_by_budget:
+                failure = deadline.expired(
+                    action, whose="the client's", then="the episode was lost with its connection"
+                )
+            self._drop(
+                f"{failure}; the episode was lost with its connection: call reset(...) to start another"
+            )
+            raise failure from None
+        finally:
+            deadline.charge(time.monotonic() - started)
         if reply["type"] != "error":
             return observation_data(reply, action)
         refusal = server_error(reply["data"])
@@ -341,6 +424,10 @@ class OpenEnvSession(Session):
         if code in _REFUSALS:  # the server closes the connection after these
             self._drop(f"{refusal}; call reset(...) to open another session")
         if action == "reset" and code == wire.EXECUTION_ERROR:
+            if (
+                reply["data"].get("error_type") == wire.TOOL_TIMEOUT
+            ):  # an agent_env server's reset out of time
+                raise CallTimeoutError(str(refusal))
             raise ResetError(str(refusal))
         raise refusal
 
@@ -361,8 +448,11 @@ class OpenEnvSession(Session):
         require_running(self.state, name, ended_by=self._ended_by)
 
 
-def exchange(connection: Connection, message: dict[str, Any], action: str) -> dict[str, Any]:
-    """Send one message and return the server's answer, an OpenEnv message (`{"type", "data"}`).
+def exchange(
+    connection: Connection, message: dict[str, Any], action: str, timeout: float | None = None
+) -> dict[str, Any]:
+    """Send one message and return the server's answer, an OpenEnv message (`{"type", "data"}`), waiting for it no
+    longer than `timeout` seconds (None: the connection's own timeout).
 
     Raises:
         InvalidRequestError: What was to be sent is not JSON.
@@ -379,7 +469,7 @@ def exchange(connection: Connection, message: dict[str, Any], action: str) -> di
         ServerUnavailableError
     ):  # a refusing server sends why, then closes: read it below
         connection.send(text)
-    answer = connection.recv()
+    answer = connection.recv(timeout)
     try:
         reply = json.loads(answer)
     except ValueError:
@@ -414,14 +504,17 @@ def server_error(data: dict[str, Any]) -> AgentEnvError:
     return ServerError(message)
 
 
-def tool_error(error: Any) -> ToolError:
-    """The error of a call's observation (`{"error_type", "message"}`), as the in-process class for its type."""
+def tool_error(error: Any) -> ToolError | CallTimeoutError:
+    """The error of a call's observation (`{"error_type", "message"}`), as the in-process class for its type (a
+    call the server gave up on, `timeout`, a `CallTimeoutError`)."""
     error_type = error.get("error_type") if isinstance(error, dict) else None
     message = str(error.get("message")) if isinstance(error, dict) else wire.as_text(error)
     if error_type == wire.INVALID_ARGS:
         return ToolArgumentError(message)
     if error_type == wire.TOOL_NOT_FOUND:
         return UnknownToolError(message)
+    if error_type == wire.TOOL_TIMEOUT:
+        return CallTimeoutError(message)
     return ToolError(message)
 
 

@@ -2,9 +2,9 @@
 
 Plain Python, no Ray: the pool makes it an async Ray actor. Every episode is a `LocalSession` on its own environment
 instance, so every call is validated and run exactly as in process. Environment code runs on the episode's own
-daemon thread (async tools on the actor's event loop), one call at a time per episode, under the call timeout. A call that
-times out leaves its episode in a state nobody knows (its thread may still be running), so the episode is closed
-and its id becomes unknown, as on the served path.
+daemon thread (async tools on the actor's event loop), one call at a time per episode, under the call timeout and
+what is left of the episode's time budget. A call that times out leaves its episode in a state nobody knows (its
+thread may still be running), so the episode is closed and its id becomes unknown, as on the served path.
 
 Answers cross to the caller as tuples: `("ok", value)`, or `("error", code, status, message)` for an agent_env
 error, which the caller raises again as the same class with the same message (the served path's wire table,
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, TypeVar
 
+from agent_env._deadline import Deadline
 from agent_env.environment import EnvironmentSource
 from agent_env.envs import load_environment
 from agent_env.errors import AgentEnvError, EpisodeStateError, InfrastructureFailedError, UnscoredEpisodeError
@@ -38,7 +39,7 @@ from agent_env.server.errors import (
     http_status,
     reset_error,
 )
-from agent_env.session import LocalSession
+from agent_env.session import LocalSession, refused_row
 
 T = TypeVar("T")
 logger = logging.getLogger("agent_env.ray")
@@ -57,6 +58,7 @@ class HostSettings:
         episodes_per_actor: The most live episodes one actor holds.
         call_timeout: Seconds one reset, tool call or reward may run; None lets calls run as long as they take.
         idle_timeout: Seconds without a call after which an episode may be freed; None keeps them.
+        episode_budget: Seconds all of one episode's calls may run together; None: no limit.
     """
 
     environment: str | EnvironmentSource
@@ -64,6 +66,7 @@ class HostSettings:
     episodes_per_actor: int
     call_timeout: float | None
     idle_timeout: float | None
+    episode_budget: float | None = None
 
     def comparable(self) -> dict[str, Any]:
         """The settings as processes compare them: a source by its label (its functions and rows cannot be
@@ -92,6 +95,8 @@ class EpisodeWorker:
             queue.SimpleQueue()
         )
         self._thread: threading.Thread | None = None
+        self.running = False
+        """Whether a call is running on the thread (one given up on included)."""
 
     async def run(self, function: Callable[[], T], timeout: float | None) -> T:
         """Run `function` on this episode's thread and await its result; past `timeout`, give up on it.
@@ -119,19 +124,23 @@ class EpisodeWorker:
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             function, future = job
+            self.running = True
             try:
                 outcome: tuple[Any, BaseException | None] = (function(), None)
             except BaseException as error:
                 outcome = (None, error)
+            self.running = False
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
                 future.get_loop().call_soon_threadsafe(_settle, future, *outcome)
 
 
 @dataclass(eq=False)
 class HostedEpisode:
-    """One live episode: its session, the lock that keeps its calls one at a time, and when it was last used."""
+    """One live episode: its session, the lock that keeps its calls one at a time, when it was last used, and its
+    deadline (the call timeout, and what is left of its time budget)."""
 
     id: str
+    deadline: Deadline
     session: LocalSession | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     worker: EpisodeWorker = field(default_factory=EpisodeWorker)
@@ -154,16 +163,25 @@ class EpisodeHost:
         self.environment = load_environment(settings.environment)
         self.tool_set = fingerprint(self.environment.tools.published)
         self.episodes: dict[str, HostedEpisode] = {}
+        self._given_up: list[EpisodeWorker] = []
+        """The threads of episodes closed on a call that did not finish in time, while it may still be running."""
 
     async def describe(self) -> dict[str, Any]:
-        """Who this actor is: its settings, its tool-set fingerprint, its process and how many episodes it holds."""
+        """Who this actor is: its settings, its tool-set fingerprint, its process, how many episodes it holds, and
+        how many of its calls ran past their timeout and are still running (a thread cannot be stopped)."""
         return {
             "name": self.name,
             "settings": self.settings.comparable(),
             "tools": self.tool_set,
             "pid": os.getpid(),
             "episodes": len(self.episodes),
+            "stuck_calls": self.stuck_calls(),
         }
+
+    def stuck_calls(self) -> int:
+        """How many calls that ran past their timeout are still running on this actor."""
+        self._given_up = [worker for worker in self._given_up if worker.running]
+        return len(self._given_up)
 
     async def load(self) -> int:
         """How many episodes are live, after freeing the idle ones."""
@@ -254,6 +272,7 @@ class EpisodeHost:
 
     async def _reset(self, episode: HostedEpisode, row: Mapping[str, Any]) -> str | None:
         session = _session(episode)
+        episode.deadline.begin()
         try:
             return await self._run(episode, partial(session.reset, **row), "reset")
         except (EpisodeStateError, RemoteError, InfrastructureFailedError):  # state, the limits, a service
@@ -263,21 +282,28 @@ class EpisodeHost:
             raise reset_error(self.environment.__name__, error) from error
 
     async def _run(self, episode: HostedEpisode, function: Callable[[], T], action: str) -> T:
+        started = time.monotonic()
         try:
-            return await episode.worker.run(function, self.settings.call_timeout)
+            return await episode.worker.run(function, episode.deadline.timeout())
         except _Overran:
+            self._given_up.append(episode.worker)
             self._discard(episode)
-            raise CallTimeoutError(self._timed_out(action, episode)) from None
+            raise self._timed_out(action, episode) from None
+        finally:
+            episode.deadline.charge(time.monotonic() - started)
 
     async def _await(self, episode: HostedEpisode, call: Awaitable[T], action: str) -> T:
         task = asyncio.ensure_future(call)
+        started = time.monotonic()
         try:
-            return await asyncio.wait_for(task, self.settings.call_timeout)
+            return await asyncio.wait_for(task, episode.deadline.timeout())
         except TimeoutError:
             if not task.cancelled():
                 raise
             self._discard(episode)
-            raise CallTimeoutError(self._timed_out(action, episode)) from None
+            raise self._timed_out(action, episode) from None
+        finally:
+            episode.deadline.charge(time.monotonic() - started)
 
     @contextlib.asynccontextmanager
     async def _use(self, episode_id: str) -> Any:
@@ -311,7 +337,9 @@ class EpisodeHost:
                 )
         if episode_id in self.episodes:
             raise ServerError(f"episode id {episode_id!r} is taken on Ray actor {self.name!r}")
-        episode = HostedEpisode(episode_id)
+        episode = HostedEpisode(
+            episode_id, Deadline(self.settings.call_timeout, self.settings.episode_budget)
+        )
         self.episodes[episode_id] = episode
         return episode
 
@@ -357,10 +385,11 @@ class EpisodeHost:
             "out, or its Ray actor restarted; call reset(...) to start a new episode"
         )
 
-    def _timed_out(self, action: str, episode: HostedEpisode) -> str:
-        return (
-            f"{action} did not finish within the Ray pool's call timeout of {self.settings.call_timeout:g} s; "
-            f"episode {episode.id!r} was closed because its state is unknown: call reset(...) to start a new one"
+    def _timed_out(self, action: str, episode: HostedEpisode) -> CallTimeoutError:
+        return episode.deadline.expired(
+            action,
+            whose="the Ray pool's",
+            then=f"episode {episode.id!r} was closed because its state is unknown: call reset(...) to start a new one",
         )
 
 
@@ -369,6 +398,10 @@ def _log_unscored(action: str, episode_id: str, actor: str, error: Exception) ->
     the message, and a trainer's adapter warns once more there)."""
     if isinstance(error, UnscoredEpisodeError):
         where = f"episode {episode_id} on " if episode_id else ""
+        if refused_row(error):  # a row its reset refused: one line, its traceback at DEBUG
+            logger.warning("agent_env: %s of %sRay actor %r: %s", action, where, actor, error)
+            logger.debug("agent_env: where the refusal of that row was raised", exc_info=error.cause)
+            return
         logger.warning(
             "agent_env: %s of %sRay actor %r: %s", action, where, actor, error, exc_info=error.cause
         )

@@ -4,8 +4,9 @@ A new episode goes to the least-loaded actor of the pool and stays there for lif
 (`pool/index/hex`), so any process connected to the pool can route a call from the id alone. Nothing is validated
 here: the actor's `LocalSession` checks every call, so a call fails on the pool exactly as it fails in process,
 with the same error class and message. Failures mirror the served path (`agent_env.server.client`): an episode lost
-with its actor raises `EpisodeNotFoundError`, a call past its timeout `CallTimeoutError`, and either lets the
-episode go, so the next `reset` starts afresh on a live actor. A tool call is never retried.
+with its actor raises `EpisodeNotFoundError`, a call past its timeout `CallTimeoutError` (and ends the episode,
+unscored), and either lets the episode go, so the next `reset` starts afresh on a live actor. A tool call is never
+retried. A pool whose every actor is full is asked again within `capacity_wait`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import ray
 from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayError, RayTaskError
 
+from agent_env._deadline import DEFAULT_EPISODE_BUDGET, check_limit
 from agent_env._rows import dataset_rows
 from agent_env.environment import Environment, EnvironmentReference, EnvironmentSource, source_of
 from agent_env.envs import load_environment
@@ -27,6 +29,7 @@ from agent_env.errors import AgentEnvError, SessionClosedError
 from agent_env.ray._host import HostSettings
 from agent_env.ray._pool import RESERVED_OPTIONS, Pool, PoolSettings
 from agent_env.schema import fingerprint
+from agent_env.server.capacity import DEFAULT_CAPACITY_WAIT, check_wait, with_room
 from agent_env.server.errors import (
     CallTimeoutError,
     EpisodeNotFoundError,
@@ -36,7 +39,16 @@ from agent_env.server.errors import (
     TooManyEpisodesError,
     error_class,
 )
-from agent_env.session import REWARD_ENDS, Score, Session
+from agent_env.session import (
+    REWARD_ENDS,
+    EpisodeState,
+    Score,
+    Session,
+    episode_label,
+    require_running,
+    timed_out_ending,
+    timed_out_episode,
+)
 
 logger = logging.getLogger("agent_env.ray")
 
@@ -68,6 +80,10 @@ class RayProvider:
             `scheduling_strategy`, `max_restarts` (default -1: a dead actor comes back empty), ...
         call_timeout: Seconds one reset, tool call or reward may run; past it the call raises `CallTimeoutError`
             and its episode is closed. None lets calls run as long as they take.
+        episode_budget: Seconds all of one episode's calls may run together; past it the call running raises
+            `EpisodeBudgetError` and the episode is closed. None: no limit.
+        capacity_wait: Seconds a new episode waits for room when every actor is full before its reset fails as an
+            `InfrastructureFailedError`.
         idle_timeout: Seconds without a call after which an episode may be freed; None keeps them.
         detached: Whether the actors outlive the process that made them (end them with `shutdown()`).
         connect_timeout: Seconds to wait for the pool's actors to start when joining.
@@ -89,6 +105,8 @@ class RayProvider:
         address: str | None = None,
         actor_options: Mapping[str, Any] | None = None,
         call_timeout: float | None = 20.0,
+        episode_budget: float | None = DEFAULT_EPISODE_BUDGET,
+        capacity_wait: float = DEFAULT_CAPACITY_WAIT,
         idle_timeout: float | None = 600.0,
         detached: bool = False,
         connect_timeout: float = 120.0,
@@ -98,10 +116,16 @@ class RayProvider:
         self.name = self.environment.__name__
         self.config = config
         self.call_timeout = call_timeout
+        self.episode_budget = episode_budget
+        self.capacity_wait = capacity_wait
         _check_settings(
             actors, episodes_per_actor, call_timeout, idle_timeout, connect_timeout, actor_options
         )
-        host = HostSettings(reference, dict(config), episodes_per_actor, call_timeout, idle_timeout)
+        check_limit("episode_budget", episode_budget)
+        check_wait(capacity_wait)
+        host = HostSettings(
+            reference, dict(config), episodes_per_actor, call_timeout, idle_timeout, episode_budget
+        )
         settings = PoolSettings(
             pool if pool is not None else self.name,
             namespace,
@@ -162,6 +186,20 @@ class RayProvider:
                 loads[index] = load
         return loads
 
+    def stuck_calls(self) -> int:
+        """How many calls ran past their timeout and are still running on the pool's actors (a Python thread cannot
+        be stopped: each holds its episode's thread until it returns), over the actors that answer within
+        `LOAD_TIMEOUT`."""
+        questions: list[Any] = [handle.describe.remote() for handle in self.pool.handles().values()]
+        ready, _ = ray.wait(questions, num_returns=len(questions), timeout=LOAD_TIMEOUT)
+        stuck = 0
+        for reference in ready:
+            try:
+                stuck += int(ray.get(reference).get("stuck_calls", 0))
+            except RayError:
+                continue
+        return stuck
+
     def _answer(self, index: int, handle: Any, reference: Any) -> int | None:
         """An actor's answer to a load question; None when it could not answer: a restarting actor is asked again
         (passed over until it answers), one dead for good is forgotten (made again on next use)."""
@@ -221,7 +259,8 @@ class RayProvider:
         index = self._slot(episode_id)
         handle = self.pool.handle(index)
         name = self.pool.settings.actor_name(index)
-        timeout = None if self.call_timeout is None else calls * self.call_timeout + TIMEOUT_GRACE
+        limits = [limit for limit in (self.call_timeout, self.episode_budget) if limit is not None]
+        timeout = calls * min(limits) + TIMEOUT_GRACE if limits else None
         reference = getattr(handle, method).remote(episode_id, *args)
         try:
             outcome = ray.get(reference, timeout=timeout)
@@ -286,6 +325,8 @@ class RayProvider:
             "address": self.pool.address,
             "actor_options": dict(settings.actor_options),
             "call_timeout": host.call_timeout,
+            "episode_budget": host.episode_budget,
+            "capacity_wait": self.capacity_wait,
             "idle_timeout": host.idle_timeout,
             "detached": settings.detached,
             "connect_timeout": settings.connect_timeout,
@@ -308,25 +349,40 @@ class RayProvider:
 class RaySession(Session):
     """A session whose episode lives on one actor of a Ray pool, reset again and again there.
 
-    The first `reset` places the episode on the least-loaded actor; later ones start the next episode in the same
-    environment instance on that actor, as `LocalSession` does in process (or a fresh one, anywhere, if the actor
-    has lost it). A call or reward before any `reset` opens the episode without starting it, so the actor answers
-    with the very error a `LocalSession` raises. When a call times out or the episode is lost, this session lets
-    go of it; the next `reset` starts a new one.
+    The first `reset` places the episode on the least-loaded actor (waiting for room while every actor is full,
+    within the provider's `capacity_wait`); later ones start the next episode in the same environment instance on
+    that actor, as `LocalSession` does in process (or a fresh one, anywhere, if the actor has lost it). A call or
+    reward before any `reset` opens the episode without starting it, so the actor answers with the very error a
+    `LocalSession` raises. When the episode is lost, this session lets go of it; the next `reset` starts a new one.
+    A call that does not finish in time ends the episode as in process: later calls are refused, and its reward
+    raises `TimedOutEpisodeError`.
     """
 
     def __init__(self, provider: RayProvider) -> None:
         self.provider = provider
         self.episode_id: str | None = None
+        self.episode = f"(on Ray pool {provider.pool.settings.pool!r})"
+        """How messages name the current episode: its row's id (or the row) and where it runs."""
         self._closed = False
         self._ended: str | None = None
+        self._timed_out: CallTimeoutError | None = None
+        """The call that did not finish in time and ended the episode, if one did."""
 
     def tools(self) -> list[dict[str, Any]]:
         return self.provider.tools()
 
     def reset(self, **row: Any) -> str | None:
         self._require_open()
-        self._ended = None
+        self._ended, self._timed_out = None, None
+        self.episode = episode_label(row, f"on Ray pool {self.provider.pool.settings.pool!r}")
+        try:
+            return self._reset(row)
+        except CallTimeoutError as error:  # the episode never started, and what the reset did is unknown
+            raise timed_out_episode(
+                error, environment=self.provider.name, episode=self.episode, starting=True
+            ) from error
+
+    def _reset(self, row: dict[str, Any]) -> str | None:
         if self.episode_id is not None:
             try:
                 observation: str | None = self.provider.request(self.episode_id, "reset", row, action="reset")
@@ -336,29 +392,53 @@ class RaySession(Session):
             except CallTimeoutError:
                 self._drop()  # closed on its actor; the reset is not run again elsewhere
                 raise
-        self.episode_id, observation = self.provider.place(row, "reset")
+        self.episode_id, observation = with_room(
+            lambda: self.provider.place(row, "reset"),
+            wait=self.provider.capacity_wait,
+            environment=self.provider.name,
+            episode=self.episode,
+        )
         return observation
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        if self._timed_out is not None:  # ended here: its actor no longer holds it
+            require_running(EpisodeState.ENDED, name, ended_by=self._ended or "")
         body = (
             dict(arguments) if isinstance(arguments, Mapping) else arguments
         )  # the actor's session judges it
         try:
             result, self._ended = self._episode_request("call", name, body, action=f"tool '{name}'")
+        except CallTimeoutError as error:
+            self._time_out(error, f"tool '{name}'")
+            raise
         except AgentEnvError as error:
             self._ended = self._ended or error.ended
             raise
         return str(result)
 
     def reward(self) -> float:
-        reward = float(self._episode_request("reward", action="reward()"))
-        self._ended = self._ended or REWARD_ENDS
-        return reward
+        return self._scored("reward").reward
 
     def score(self) -> Score:
-        reward, breakdown = self._episode_request("score", action="reward()")
-        self._ended = self._ended or REWARD_ENDS
-        return Score(float(reward), breakdown)
+        return self._scored("score")
+
+    def _scored(self, method: str) -> Score:
+        """The episode's reward (`reward`) or its score (`score`), read once: the episode then ends."""
+        if self._timed_out is None:
+            try:
+                answer = self._episode_request(method, action="reward()")
+            except CallTimeoutError as error:
+                self._time_out(error, "reward()")
+            else:
+                self._ended = self._ended or REWARD_ENDS
+                return Score(float(answer)) if method == "reward" else Score(float(answer[0]), answer[1])
+        assert self._timed_out is not None
+        raise timed_out_episode(self._timed_out, environment=self.provider.name, episode=self.episode)
+
+    def _time_out(self, error: CallTimeoutError, action: str) -> None:
+        """End the episode on `action`, a call that did not finish in time (the session has let go of it)."""
+        self._timed_out = error
+        self._ended = error.ended = timed_out_ending(error, action)
 
     def ended(self) -> str | None:
         return self._ended

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agent_env.server.errors import (
     CallTimeoutError,
     DatasetNotFoundError,
+    EpisodeBudgetError,
     EpisodeNotFoundError,
     InvalidRequestError,
     RemoteError,
@@ -50,6 +51,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CallTimeoutError",
     "DatasetNotFoundError",
+    "EpisodeBudgetError",
     "EpisodeNotFoundError",
     "InvalidRequestError",
     "Mount",

@@ -1,10 +1,11 @@
 """The live episodes of one served environment: open, reset, call, score and close them, and free the idle ones.
 
 Every episode is one `LocalSession` on its own environment instance, so every call is validated and run exactly as
-in process. Environment code runs in worker threads under the call timeout (async tools on the event loop, under
-the same timeout), one call at a time per episode. A call that times out leaves its episode in a state nobody
-knows (the thread may still be running it), so the episode is closed: its id is then unknown, like an idled-out
-one. Everything here runs on the event loop's thread; nothing else touches the registry.
+in process. Environment code runs in worker threads under the call timeout and what is left of the episode's time
+budget (async tools on the event loop, under the same deadline), one call at a time per episode. A call that times
+out leaves its episode in a state nobody knows (the thread may still be running it), so the episode is closed: its
+id is then unknown, like an idled-out one. Everything here runs on the event loop's thread; nothing else touches the
+registry.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+from agent_env._deadline import Deadline
 from agent_env._rows import dataset_rows
 from agent_env.environment import Environment
 from agent_env.errors import AgentEnvError, EpisodeStateError, InfrastructureFailedError, UnscoredEpisodeError
@@ -39,8 +41,8 @@ from agent_env.server.errors import (
     TooManyEpisodesError,
     reset_error,
 )
-from agent_env.server.limits import Limits
-from agent_env.session import EpisodeState, LocalSession, Score
+from agent_env.server.limits import RETRY_AFTER, Limits
+from agent_env.session import EpisodeState, LocalSession, Score, refused_row
 
 logger = logging.getLogger("agent_env.server")
 
@@ -73,9 +75,11 @@ CONTROL = ClientAdvice(
 
 @dataclass(eq=False)
 class Episode:
-    """One live episode: its session, the lock that keeps its calls one at a time, and when it was last used."""
+    """One live episode: its session, the lock that keeps its calls one at a time, when it was last used, and its
+    deadline (the call timeout, and what is left of its time budget)."""
 
     id: str
+    deadline: Deadline
     surface: ClientAdvice = CONTROL
     session: LocalSession | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -109,6 +113,15 @@ class EpisodeRegistry:
     def stuck_workers(self) -> int:
         """How many worker threads are still running a call that timed out."""
         return self._workers.stuck() if self._workers else 0
+
+    def health(self) -> dict[str, Any]:
+        """What `GET /health` reports beside its status: the live episodes, the most the server holds (null for no
+        limit), and the worker threads still running a call that timed out (a thread cannot be stopped)."""
+        return {
+            "episodes": self.count(),
+            "max_episodes": self.limits.max_episodes,
+            "stuck_calls": self.stuck_workers(),
+        }
 
     async def start(self) -> None:
         """Start the workers and the idle reaper; the server's lifespan calls this."""
@@ -250,6 +263,10 @@ class EpisodeRegistry:
         # environment that changes its row must not change the served one.
         return await asyncio.to_thread(_copied, row)
 
+    def touch(self, episode_id: str, surface: ClientAdvice = CONTROL) -> None:
+        """Count an episode as used now (a client keeping it alive), so that it does not idle out."""
+        self._live(episode_id, surface).last_used = time.monotonic()
+
     def is_live(self, episode_id: str) -> bool:
         """Whether an episode is open (it may still be idle past the timeout, until someone asks for it)."""
         return episode_id in self._episodes
@@ -295,6 +312,7 @@ class EpisodeRegistry:
 
     async def _reset(self, episode: Episode, row: Mapping[str, Any]) -> str | None:
         session = _session(episode)
+        episode.deadline.begin()
         try:
             return await self._run(episode, partial(session.reset, **row), "reset")
         except (
@@ -309,8 +327,10 @@ class EpisodeRegistry:
 
     async def _run(self, episode: Episode, function: Callable[[], T], action: str) -> T:
         workers = self._workers_or_raise()
+        deadline = episode.deadline
+        started = time.monotonic()
         try:
-            return await workers.run(function, self.limits.call_timeout)
+            return await workers.run(function, deadline.timeout())
         except JobTimeoutError:
             self._discard(episode)
             logger.warning(
@@ -319,23 +339,29 @@ class EpisodeRegistry:
                 episode.id,
                 workers.stuck(),
             )
-            raise CallTimeoutError(self._timed_out(action, episode)) from None
+            raise self._timed_out(action, episode) from None
         except asyncio.CancelledError:
             self._discard(episode)
             raise
+        finally:
+            deadline.charge(time.monotonic() - started)
 
     async def _await(self, episode: Episode, call: Awaitable[T], action: str) -> T:
         task = asyncio.ensure_future(call)
+        deadline = episode.deadline
+        started = time.monotonic()
         try:
-            return await asyncio.wait_for(task, self.limits.call_timeout)
+            return await asyncio.wait_for(task, deadline.timeout())
         except TimeoutError:
             if not task.cancelled():
                 raise
             self._discard(episode)
-            raise CallTimeoutError(self._timed_out(action, episode)) from None
+            raise self._timed_out(action, episode) from None
         except asyncio.CancelledError:
             self._discard(episode)
             raise
+        finally:
+            deadline.charge(time.monotonic() - started)
 
     def _use(self, episode_id: str, surface: ClientAdvice) -> _InUse:
         """`async with self._use(id, surface) as episode:` the live episode, its calls one at a time (its lock held),
@@ -356,12 +382,15 @@ class EpisodeRegistry:
         if limit is not None and len(self._episodes) >= limit:
             self.reap()
             if len(self._episodes) >= limit:
-                raise TooManyEpisodesError(
+                full = TooManyEpisodesError(
                     f"the server already holds {limit} live episodes, its limit: {surface.make_room}, wait for "
                     "idle ones to expire, or start the server with a higher max_episodes"
                 )
+                full.retry_after = RETRY_AFTER
+                raise full
         self._workers_or_raise()
-        episode = Episode(uuid.uuid4().hex, surface, busy=1)
+        deadline = Deadline(self.limits.call_timeout, self.limits.episode_budget)
+        episode = Episode(uuid.uuid4().hex, deadline, surface, busy=1)
         self._episodes[episode.id] = episode
         return episode
 
@@ -391,10 +420,11 @@ class EpisodeRegistry:
             f"or the server restarted; {surface.start_again}"
         )
 
-    def _timed_out(self, action: str, episode: Episode) -> str:
-        return (
-            f"{action} did not finish within the server's call timeout of {self.limits.call_timeout:g} s; episode "
-            f"{episode.id!r} was closed because its state is unknown: {episode.surface.start_again}"
+    def _timed_out(self, action: str, episode: Episode) -> CallTimeoutError:
+        return episode.deadline.expired(
+            action,
+            whose="the server's",
+            then=f"episode {episode.id!r} was closed because its state is unknown: {episode.surface.start_again}",
         )
 
     async def _reap_forever(self, idle_timeout: float) -> None:
@@ -456,11 +486,15 @@ def _failures_reported(action: str, episode: Episode) -> Iterator[None]:
 
 def _log_unscored(action: str, episode_id: str, error: Exception) -> None:
     """Log an episode the environment could not score with its traceback, which only this process has (the client
-    gets the message, and a trainer's adapter warns once more there)."""
-    if isinstance(error, UnscoredEpisodeError):
-        logger.warning(
-            "agent_env: %s of served episode %s: %s", action, episode_id, error, exc_info=error.cause
-        )
+    gets the message, and a trainer's adapter warns once more there); a row its reset refused (an unknown task id,
+    from any client) in one line, its traceback at DEBUG."""
+    if not isinstance(error, UnscoredEpisodeError):
+        return
+    if refused_row(error):
+        logger.warning("agent_env: %s of served episode %s: %s", action, episode_id, error)
+        logger.debug("agent_env: where the refusal of that row was raised", exc_info=error.cause)
+        return
+    logger.warning("agent_env: %s of served episode %s: %s", action, episode_id, error, exc_info=error.cause)
 
 
 _serving = 0

@@ -51,6 +51,7 @@ def judge_headers(
     limits: Limits,
     open_paths: Collection[str] = OPEN_PATHS,
     headers: Mapping[str, str] | None = None,
+    token_headers: Collection[str] = (),
 ) -> Refusal | None:
     """Why a request must be refused on its headers alone, or None to let it in.
 
@@ -59,13 +60,16 @@ def judge_headers(
     it before the app sees it, h11 reads it as chunked); a Host the server does not answer to (421); a browser `Origin` it does not allow (403); no bearer
     token, or the wrong one, on a path that needs it (401); and for an HTTP request that has a body (or says what
     its body is), a Content-Type other than `application/json` (415), which also keeps out the forms and
-    `text/plain` posts that a web page can send anywhere without asking.
+    `text/plain` posts that a web page can send anywhere without asking. An empty body named
+    `application/octet-stream` is let in: it is what aiohttp (the ORS SDK's client) sends for a POST without data,
+    and a web page cannot send that type without a CORS preflight, which this server never grants.
 
     Args:
         scope: An ASGI `http` or `websocket` scope.
         limits: The server's limits.
         open_paths: Paths answered without the token.
         headers: `judged_headers(scope)`, when the caller has them already.
+        token_headers: Headers (lower-case names) that carry the token besides `Authorization: Bearer`.
     """
     if headers is None:
         headers = judged_headers(scope)
@@ -87,15 +91,21 @@ def judge_headers(
             "Origin, and the server's operator can allow a browser origin with --allow-origin"
         )
         return Refusal(InvalidRequestError(message), 403)
-    if limits.token is not None and scope["path"] not in open_paths and not authorized(scope, limits.token):
+    if (
+        limits.token is not None
+        and scope["path"] not in open_paths
+        and not authorized(scope, limits.token, token_headers)
+    ):
+        also = "".join(f" (or '{name}: <token>')" for name in sorted(token_headers))
         message = (
-            "missing or wrong bearer token: send the header 'Authorization: Bearer <token>' with the token the "
-            "server was started with"
+            f"missing or wrong bearer token: send the header 'Authorization: Bearer <token>'{also} with the token "
+            "the server was started with"
         )
         return Refusal(UnauthorizedError(message), 401, {"WWW-Authenticate": "Bearer"})
     if scope["type"] == "http" and scope["method"] not in BODYLESS_METHODS:
         content_type = headers.get("content-type")
-        if (content_type is not None or _has_body(headers)) and not is_json(content_type):
+        empty_octets = not _has_body(headers) and _media_type(content_type) == "application/octet-stream"
+        if (content_type is not None or _has_body(headers)) and not (is_json(content_type) or empty_octets):
             sent = (
                 f"not {content_type!r}"
                 if content_type is not None
@@ -137,18 +147,20 @@ class RequestGuard:
         limits: Limits,
         open_paths: Collection[str] = OPEN_PATHS,
         rpc_paths: Mapping[str, Dialect] | None = None,
+        token_headers: Collection[str] = (),
     ) -> None:
         self.app = app
         self.limits = limits
         self.open_paths = open_paths
         self.rpc_paths = dict(rpc_paths or {})
+        self.token_headers = tuple(token_headers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = judged_headers(scope)
-        refusal = judge_headers(scope, self.limits, self.open_paths, headers)
+        refusal = judge_headers(scope, self.limits, self.open_paths, headers, self.token_headers)
         if refusal is not None:
             await refuse(refusal.response(), scope, receive, send)
             return
@@ -293,12 +305,20 @@ def json_values(body: bytes) -> int:
     return body.count(b",") + body.count(b"[") + body.count(b"{") + 1
 
 
-def authorized(scope: Scope, token: str) -> bool:
-    """Whether the request carries `Authorization: Bearer <token>`, compared as UTF-8 bytes (headers are bytes;
-    reading them as Latin-1 text first would match no token outside ASCII)."""
+def authorized(scope: Scope, token: str, token_headers: Collection[str] = ()) -> bool:
+    """Whether the request carries `Authorization: Bearer <token>`, or the token alone in one of `token_headers`
+    (lower-case names), compared as UTF-8 bytes (headers are bytes; reading them as Latin-1 text first would match
+    no token outside ASCII)."""
+    expected = token.encode("utf-8")
     value = next((value for name, value in scope["headers"] if name.lower() == b"authorization"), b"")
     scheme, _, given = value.partition(b" ")
-    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(b" \t"), token.encode("utf-8"))
+    if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(b" \t"), expected):
+        return True
+    others = {name.encode("latin-1") for name in token_headers}
+    return any(
+        name.lower() in others and hmac.compare_digest(value.strip(b" \t"), expected)
+        for name, value in scope["headers"]
+    )
 
 
 def host_allowed(host: str | None, allowed: Sequence[str]) -> bool:
@@ -332,7 +352,11 @@ def origin_allowed(origin: str, allowed: Sequence[str] | None) -> bool:
 
 def is_json(content_type: str | None) -> bool:
     """Whether a Content-Type names JSON: `application/json`, with or without parameters (`; charset=utf-8`)."""
-    return content_type is not None and content_type.split(";")[0].strip().lower() == "application/json"
+    return _media_type(content_type) == "application/json"
+
+
+def _media_type(content_type: str | None) -> str | None:
+    return content_type.split(";")[0].strip().lower() if content_type is not None else None
 
 
 def _has_body(headers: Mapping[str, str]) -> bool:

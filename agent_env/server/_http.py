@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -42,11 +43,15 @@ def error_response(
     """The wire form of an error: `{"error": {"code", "message"}}` with its HTTP status, `"ended"` when the call
     that raised it ended its episode, and `"faults"` and `"cause"` when it carries them (a model endpoint's failed
     attempts; the agent_env error an unscored episode's environment raised, as a user endpoint's failing reset),
-    so that the client raises what a session in process raises."""
+    so that the client raises what a session in process raises. A refusal for room says when to ask again
+    (`Retry-After`)."""
     wire = wire_form(error)
     if error.ended is not None:
         wire["ended"] = error.ended
     body = {"error": wire}
+    retry_after = getattr(error, "retry_after", None)
+    if retry_after is not None:
+        headers = {**(headers or {}), "Retry-After": str(max(1, math.ceil(retry_after)))}
     return JSONResponse(body, status_code=status or http_status(error), headers=headers)
 
 
@@ -123,8 +128,9 @@ class ControlApi:
         ]
 
     async def health(self, request: Request) -> Response:
-        """`GET /health`: 200 and the number of live episodes while the server runs; needs no token."""
-        return JSONResponse({"status": "ok", "episodes": self.episodes.count()})
+        """`GET /health`: 200 while the server runs, with its live episodes, the most it holds, and its calls stuck
+        past their timeout; needs no token."""
+        return JSONResponse({"status": "ok", **self.episodes.health()})
 
     async def tools(self, request: Request) -> Response:
         """`GET /tools`: the environment's class name and its published tools, exactly as in process, and, when the

@@ -23,6 +23,7 @@ from agent_env.server._mcp import McpEndpoint
 from agent_env.server.limits import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
+    DEFAULT_EPISODE_BUDGET,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_BODY_VALUES,
@@ -47,6 +48,7 @@ def build_app(
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     mcp_idle_timeout: float | None = DEFAULT_MCP_IDLE_TIMEOUT,
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    episode_budget: float | None = DEFAULT_EPISODE_BUDGET,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] | None = LOOPBACK_ORIGINS,
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
@@ -74,6 +76,8 @@ def build_app(
         mcp_idle_timeout: Seconds an MCP session may go without a request before it ends and its episode is closed
             (clients that never send DELETE hold them no longer); None keeps them.
         call_timeout: Seconds one reset, tool call or reward may run before it fails and its episode is closed.
+        episode_budget: Seconds all of one episode's calls may run together; the call running when it runs out
+            fails (`EpisodeBudgetError`) and the episode is closed. None: no limit.
         allowed_hosts: The Host headers answered (`name:*`: any port); others get 421. None answers any.
         allowed_origins: The browser origins let in (`scheme://name:*`: any port; `*`: any); a request with
             another `Origin` gets 403, one without (not from a browser) is let in. Default: loopback pages only.
@@ -112,6 +116,7 @@ def build_app(
         idle_timeout=idle_timeout,
         mcp_idle_timeout=mcp_idle_timeout,
         call_timeout=call_timeout,
+        episode_budget=episode_budget,
         allowed_hosts=tuple(allowed_hosts) if allowed_hosts is not None else None,
         allowed_origins=tuple(allowed_origins) if allowed_origins is not None else None,
         body_timeout=body_timeout,
@@ -138,18 +143,28 @@ def build_app(
             await episodes.stop()
             await asyncio.to_thread(environment_class.shutdown)  # an MCP environment's spare servers
 
-    # MCP first: its one path is matched at once, and the control API's routes match by splitting the path.
-    routes: list[BaseRoute] = [Route(MCP_PATH, mcp), *ControlApi(episodes, sessions).routes()]
+    # MCP first: its one path is matched at once, and the control API's routes match by splitting the path. A
+    # surface's routes on the control API's own paths go before them, each claiming only its own requests.
+    shared = [route for mount in mounts for route in mount.shared_routes]
+    routes: list[BaseRoute] = [Route(MCP_PATH, mcp), *shared, *ControlApi(episodes, sessions).routes()]
     open_paths = set(OPEN_PATHS)
     rpc_paths = {MCP_PATH: jsonrpc.MCP}
+    token_headers: set[str] = set()
     for mount in mounts:
         routes += mount.routes
         open_paths |= mount.open_paths
         rpc_paths.update(mount.rpc_paths)
+        token_headers |= mount.token_headers
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(RequestGuard, limits=limits, open_paths=frozenset(open_paths), rpc_paths=rpc_paths)
+            Middleware(
+                RequestGuard,
+                limits=limits,
+                open_paths=frozenset(open_paths),
+                rpc_paths=rpc_paths,
+                token_headers=frozenset(token_headers),
+            )
         ],
         exception_handlers={404: unrouted, 405: unrouted},
         lifespan=lifespan,

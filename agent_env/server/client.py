@@ -33,6 +33,7 @@ from agent_env.server._row_references import (
     digest,
     row_digest,
 )
+from agent_env.server.capacity import DEFAULT_CAPACITY_WAIT, check_wait, with_room
 from agent_env.server.errors import (
     CallTimeoutError,
     DatasetNotFoundError,
@@ -41,9 +42,19 @@ from agent_env.server.errors import (
     RequestTooLargeError,
     RowNotFoundError,
     ServerUnavailableError,
+    TooManyEpisodesError,
     error_class,
 )
-from agent_env.session import REWARD_ENDS, Score, Session
+from agent_env.session import (
+    REWARD_ENDS,
+    EpisodeState,
+    Score,
+    Session,
+    episode_label,
+    require_running,
+    timed_out_ending,
+    timed_out_episode,
+)
 
 logger = logging.getLogger("agent_env.server")
 
@@ -63,8 +74,8 @@ NO_BODY: Any = object()
 class RemoteProvider:
     """Opens sessions of an environment served by `agent-env serve` (or `build_app`); picklable, so it can travel.
 
-    Its state is the URL, the token, the timeout and the environment's name; the HTTP client is made on first use
-    in each process, and shared by every session this provider opens (it is safe across threads).
+    Its state is the URL, the token, the timeout, the wait for room and the environment's name; the HTTP client is
+    made on first use in each process, and shared by every session this provider opens (it is safe across threads).
 
     Args:
         url: The server's base URL (`http://127.0.0.1:8000`; a trailing `/mcp` is ignored).
@@ -72,17 +83,27 @@ class RemoteProvider:
         timeout: Seconds any request may take before it fails with `CallTimeoutError`; keep it above the server's
             call timeout, so the server's own, clearer error arrives first.
         name: The environment's class name; fetched from the server when not given (which checks it is there).
+        capacity_wait: Seconds a new episode waits for room on a full server (503 `too_many_episodes`, asked again
+            as its `Retry-After` says) before its reset fails as an `InfrastructureFailedError`.
 
     Raises:
         RemoteError: `name` was not given and the server could not be asked for it.
     """
 
     def __init__(
-        self, url: str, *, token: str | None = None, timeout: float = 30.0, name: str | None = None
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        name: str | None = None,
+        capacity_wait: float = DEFAULT_CAPACITY_WAIT,
     ) -> None:
+        check_wait(capacity_wait)
         self.url = base_url(url)
         self.token = token
         self.timeout = timeout
+        self.capacity_wait = capacity_wait
         self._client: httpx.Client | None = None
         self._client_pid = 0
         self._lock = threading.Lock()
@@ -239,11 +260,18 @@ class RemoteProvider:
         return client
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"url": self.url, "token": self.token, "timeout": self.timeout, "name": self.name}
+        return {
+            "url": self.url,
+            "token": self.token,
+            "timeout": self.timeout,
+            "name": self.name,
+            "capacity_wait": self.capacity_wait,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         url, token, timeout, name = state["url"], state["token"], state["timeout"], state["name"]
-        self.__init__(url, token=token, timeout=timeout, name=name)  # type: ignore[misc]
+        wait = state.get("capacity_wait", DEFAULT_CAPACITY_WAIT)
+        self.__init__(url, token=token, timeout=timeout, name=name, capacity_wait=wait)  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"RemoteProvider({self.url!r}, name={self.name!r})"
@@ -252,11 +280,13 @@ class RemoteProvider:
 class RemoteSession(Session):
     """A session on a served environment: one server-side episode, reset again and again, driven over HTTP.
 
-    The first `reset` opens the episode on the server; later ones start the next episode in the same server-side
-    environment instance, as `LocalSession` does in process (or a fresh one if the server has forgotten the old).
-    A call or reward before any `reset` opens the episode without starting it, so the server answers with the
-    very error a `LocalSession` raises. When a call times out or the server has forgotten the episode, this
-    session lets go of it; the next `reset` starts a new one.
+    The first `reset` opens the episode on the server (waiting for room on a full server, within the provider's
+    `capacity_wait`); later ones start the next episode in the same server-side environment instance, as
+    `LocalSession` does in process (or a fresh one if the server has forgotten the old). A call or reward before any
+    `reset` opens the episode without starting it, so the server answers with the very error a `LocalSession` raises.
+    When the server has forgotten the episode, this session lets go of it; the next `reset` starts a new one. A call
+    that does not finish in time (the server's call timeout or episode budget, or the client's `timeout`) ends the
+    episode as in process: later calls are refused, and its reward raises `TimedOutEpisodeError`.
     """
 
     def __init__(self, provider: RemoteProvider) -> None:
@@ -264,16 +294,30 @@ class RemoteSession(Session):
         self.route = uuid.uuid4().hex
         """This session's routing key (`ROUTE_HEADER`), the same on all its requests."""
         self.episode_id: str | None = None
+        self.episode = f"(on the agent_env server at {provider.url})"
+        """How messages name the current episode: its row's id (or the row) and where it runs."""
         self._closed = False
         self._pid = os.getpid()
         self._ended: str | None = None
+        self._timed_out: CallTimeoutError | None = None
+        """The call that did not finish in time and ended the episode, if one did."""
 
     def tools(self) -> list[dict[str, Any]]:
         return self.provider.tools()
 
     def reset(self, **row: Any) -> str | None:
         self._require_open()
-        self._ended = None
+        self._ended, self._timed_out = None, None
+        self.episode = episode_label(row, f"on the agent_env server at {self.provider.url}")
+        try:
+            return self._reset(row)
+        except CallTimeoutError as error:  # the episode never started, and what the reset did is unknown
+            self._let_go(wait=False)
+            raise timed_out_episode(
+                error, environment=self.provider.name, episode=self.episode, starting=True
+            ) from error
+
+    def _reset(self, row: dict[str, Any]) -> str | None:
         if self.episode_id is not None:
             try:
                 answer = self.provider.reset_request(self._path("reset"), row, self.route)
@@ -281,16 +325,26 @@ class RemoteSession(Session):
                 return observation
             except EpisodeNotFoundError:
                 self.episode_id = None  # idled out or the server restarted: a reset starts afresh anyway
-        answer = self.provider.reset_request("/episodes", row, self.route)
+        answer = with_room(
+            lambda: self.provider.reset_request("/episodes", row, self.route),
+            wait=self.provider.capacity_wait,
+            environment=self.provider.name,
+            episode=self.episode,
+        )
         self._hold(answer["episode_id"])
         observation = answer["observation"]
         return observation
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        if self._timed_out is not None:  # ended here: the server no longer holds it
+            require_running(EpisodeState.ENDED, name, ended_by=self._ended or "")
         # Arguments that are no object go as they are: the server's session refuses them, as one in process does.
         body = dict(arguments) if isinstance(arguments, Mapping) else arguments
         try:
             answer = self._episode_request(f"tools/{quote(name, safe='')}", body, f"tool '{name}'")
+        except CallTimeoutError as error:
+            self._time_out(error, f"tool '{name}'")
+            raise
         except AgentEnvError as error:
             self._ended = self._ended or error.ended
             raise
@@ -299,14 +353,28 @@ class RemoteSession(Session):
         return result
 
     def reward(self) -> float:
-        reward = float(self._episode_request("reward", NO_BODY, "reward()")["reward"])
-        self._ended = self._ended or REWARD_ENDS
-        return reward
+        return self._scored("reward").reward
 
     def score(self) -> Score:
-        answer = self._episode_request("score", NO_BODY, "reward()")
-        self._ended = self._ended or REWARD_ENDS
-        return Score(float(answer["reward"]), answer.get("breakdown"))
+        return self._scored("score")
+
+    def _scored(self, action_path: str) -> Score:
+        """The episode's reward (`reward`) or its score (`score`), read once: the episode then ends."""
+        if self._timed_out is None:
+            try:
+                answer = self._episode_request(action_path, NO_BODY, "reward()")
+            except CallTimeoutError as error:
+                self._time_out(error, "reward()")
+            else:
+                self._ended = self._ended or REWARD_ENDS
+                return Score(float(answer["reward"]), answer.get("breakdown"))
+        assert self._timed_out is not None
+        raise timed_out_episode(self._timed_out, environment=self.provider.name, episode=self.episode)
+
+    def _time_out(self, error: CallTimeoutError, action: str) -> None:
+        """End the episode on `action`, a call that did not finish in time (the session has let go of it)."""
+        self._timed_out = error
+        self._ended = error.ended = timed_out_ending(error, action)
 
     def ended(self) -> str | None:
         return self._ended
@@ -403,7 +471,8 @@ def base_url(url: str) -> str:
 
 
 def wire_error(response: httpx.Response, action: str) -> Exception:
-    """The error a server's answer carries, as its own class with its own message."""
+    """The error a server's answer carries, as its own class with its own message (and, for a refusal for room,
+    the `Retry-After` it gave)."""
     try:
         error = response.json()["error"]
         raised = from_wire(error, response.status_code)
@@ -413,7 +482,18 @@ def wire_error(response: httpx.Response, action: str) -> Exception:
         )
     if isinstance(error.get("ended"), str):
         raised.ended = error["ended"]
+    if isinstance(raised, TooManyEpisodesError):
+        raised.retry_after = retry_after(response.headers.get("Retry-After"))
     return raised
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds a `Retry-After` header says to wait (its seconds form; an HTTP date is not read), or None."""
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds < float("inf") else None
 
 
 def from_wire(error: Mapping[str, Any], status: int) -> AgentEnvError:

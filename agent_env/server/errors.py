@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from agent_env.errors import (
     AgentEnvError,
+    CallTimeoutError,
     DatasetRowsError,
+    EpisodeBudgetError,
     EpisodeEndedError,
     EpisodeNotStartedError,
     EpisodeStateError,
@@ -19,6 +21,7 @@ from agent_env.errors import (
     RemoteError,
     RewardError,
     SessionClosedError,
+    TimedOutEpisodeError,
     ToolArgumentError,
     ToolError,
     ToolFailedError,
@@ -47,16 +50,15 @@ class EpisodeNotFoundError(RemoteError, LookupError):
     code = "episode_not_found"
 
 
-class CallTimeoutError(RemoteError, TimeoutError):
-    """A call did not finish in time; its episode was closed because its state is unknown."""
-
-    code = "call_timeout"
-
-
 class TooManyEpisodesError(RemoteError):
-    """The server already holds as many live episodes as it allows; close some or wait for idle ones to expire."""
+    """The server already holds as many live episodes as it allows; close some or wait for idle ones to expire.
+
+    Attributes:
+        retry_after: Seconds the server said to wait before asking again (HTTP's `Retry-After`), when it said.
+    """
 
     code = "too_many_episodes"
+    retry_after: float | None = None
 
 
 class UnauthorizedError(RemoteError, PermissionError):
@@ -105,6 +107,7 @@ HTTP_STATUS: dict[type[AgentEnvError], int] = {
     InvalidRequestError: 400,
     ResetError: 400,
     RewardError: 500,
+    TimedOutEpisodeError: 504,
     InfrastructureFailedError: 502,
     UnscoredEpisodeError: 500,
     DatasetRowsError: 500,
@@ -134,6 +137,7 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
         SessionClosedError,
         UnscoredEpisodeError,
         InfrastructureFailedError,
+        TimedOutEpisodeError,
         RewardError,
         DatasetRowsError,
         RemoteError,
@@ -141,6 +145,7 @@ WIRE_ERRORS: dict[str, type[AgentEnvError]] = {
         ServerError,
         EpisodeNotFoundError,
         CallTimeoutError,
+        EpisodeBudgetError,
         TooManyEpisodesError,
         UnauthorizedError,
         RequestTooLargeError,
@@ -175,13 +180,16 @@ def http_status(error: AgentEnvError) -> int:
 
 def error_class(code: str, status: int) -> type[AgentEnvError]:
     """The class to raise for an error read off the wire: by code, else by status (an environment's own
-    `ToolError` subclass arrives as a `ToolError`), else `RemoteError`."""
+    `ToolError` subclass arrives as a `ToolError`, an MCP server's timeout as a `CallTimeoutError`), else
+    `RemoteError`."""
     if code in WIRE_ERRORS:
         return WIRE_ERRORS[code]
     if status == 422:
         return ToolError
     if status == 409:
         return EpisodeStateError
+    if status == 504:  # a call out of time of the environment's own kind (an MCP server's)
+        return CallTimeoutError
     return RemoteError
 
 
@@ -190,6 +198,7 @@ __all__ = [
     "WIRE_ERRORS",
     "CallTimeoutError",
     "DatasetNotFoundError",
+    "EpisodeBudgetError",
     "EpisodeNotFoundError",
     "InvalidRequestError",
     "JudgeEndpointError",

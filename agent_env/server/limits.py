@@ -8,6 +8,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agent_env._deadline import DEFAULT_EPISODE_BUDGET as DEFAULT_EPISODE_BUDGET
+
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_EPISODES = 2048
 """Two GRPO batches of 64 prompts x 16 generations: a whole batch, with room for the next one's episodes to open
@@ -16,6 +18,9 @@ of the server's memory (bench/batch_episodes.py), so 2,048 are about 300 MB; at 
 room at all."""
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_CALL_TIMEOUT = 20.0
+RETRY_AFTER = 1
+"""Seconds a client refused for room (503 `too_many_episodes`) is told to wait before it asks again (`Retry-After`):
+an episode ends and frees its room in about that, and a client that retries sooner only adds load."""
 DEFAULT_MCP_IDLE_TIMEOUT = 120.0
 DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_MAX_BODY_VALUES = 20_000
@@ -46,6 +51,8 @@ class Limits:
             client that never sends DELETE, like a one-shot command, holds them no longer); None keeps them.
         call_timeout: Seconds one reset, tool call or reward may run; past it the call fails and its episode is
             closed. None lets calls run as long as they take.
+        episode_budget: Seconds all of one episode's calls (its reset, tool calls and reward) may run together;
+            past it the call running fails and the episode is closed. None: no limit.
         allowed_hosts: The Host headers answered (`name:*` allows any port); None answers any. A server bound to
             loopback without a token should answer only loopback names, against DNS rebinding.
         allowed_origins: The browser origins (`Origin` header) let in (`scheme://name:*` allows any port, `*`
@@ -61,6 +68,7 @@ class Limits:
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
     mcp_idle_timeout: float | None = DEFAULT_MCP_IDLE_TIMEOUT
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT
+    episode_budget: float | None = DEFAULT_EPISODE_BUDGET
     allowed_hosts: Sequence[str] | None = None
     allowed_origins: Sequence[str] | None = LOOPBACK_ORIGINS
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT
@@ -83,7 +91,7 @@ class Limits:
             )
         for origin in self.allowed_origins or ():
             check_origin_pattern(origin)
-        for name in ("idle_timeout", "mcp_idle_timeout", "call_timeout", "body_timeout"):
+        for name in ("idle_timeout", "mcp_idle_timeout", "call_timeout", "episode_budget", "body_timeout"):
             seconds = getattr(self, name)
             if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
                 raise ValueError(

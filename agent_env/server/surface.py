@@ -73,6 +73,12 @@ class Mount:
     """Its JSON-RPC endpoints by path, each with the dialect a request refused for its size is answered in."""
     lifespan: Callable[[], AbstractAsyncContextManager[None]] | None = None
     """Entered once the episodes' workers run and left before they stop; None: nothing runs beside the routes."""
+    shared_routes: Sequence[BaseRoute] = ()
+    """Routes on a path the control API serves too (ORS's `GET /tools`), matched before its own: each one's `matches`
+    claims only the requests that are the surface's (by a header they carry), and lets the others through."""
+    token_headers: frozenset[str] = frozenset()
+    """Headers (lower-case names) besides `Authorization: Bearer` in which the surface's clients send the server's
+    token (ORS's `x-api-key`): the guard takes it from any of them, on every path."""
 
 
 class Episodes(Protocol):
@@ -100,6 +106,22 @@ class Episodes(Protocol):
 
     def count(self) -> int:
         """How many episodes are live."""
+        ...
+
+    def touch(self, episode_id: str, surface: ClientAdvice = ...) -> None:
+        """Count an episode as used now (a client keeping it alive), so that it does not idle out.
+
+        Raises:
+            EpisodeNotFoundError: No live episode has that id.
+        """
+        ...
+
+    async def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        """The rows of a dataset split, each one a valid reset row (read once per split).
+
+        Raises:
+            DatasetNotFoundError: No dataset, or no such split (its `splits` names the ones it has, when it knows).
+        """
         ...
 
     def is_live(self, episode_id: str) -> bool:

@@ -56,21 +56,29 @@ RECEIVERS = ("self", "cls")
 """The names transformers' `get_json_schema` reads as a method's receiver (its first parameter, unannotated)."""
 
 
-def tool_method(published: dict[str, Any], qualname: str) -> Callable[..., str]:
+def tool_method(published: dict[str, Any], qualname: str, *, awaited: bool = False) -> Callable[..., Any]:
     """A function `name(self, /, **arguments)` that calls the tool on the instance's session.
 
     Its signature and annotations say only the basic types, as TRL's method schemas can; it is the fallback that a
-    TRL which took tools from the class would render. Any argument name reaches the tool: the receiver is
-    positional-only, so a tool's own parameter named `self` is an argument like any other (the signature then
-    names the receiver `cls`, which `get_json_schema` also reads as one).
+    TRL which took tools from the class would render, and the `__func__` of the instance's SchemaTool (so what reads
+    a bound method's function, `inspect.iscoroutinefunction` first, reads this one). With `awaited`, it is a
+    coroutine function that awaits the session's `acall_tool`: the form of an async tool where TRL awaits one
+    (Python 3.12 and later). Any argument name reaches the tool: the receiver is positional-only, so a tool's own
+    parameter named `self` is an argument like any other (the signature then names the receiver `cls`, which
+    `get_json_schema` also reads as one).
     """
     name = published["name"]
     schema = published["inputSchema"]
     required = set(schema.get("required", []))
     properties = schema.get("properties", {})
 
-    def call(receiver: Any, /, **arguments: Any) -> str:
+    async def acall(receiver: Any, /, **arguments: Any) -> str:
+        return await receiver._session.acall_tool(name, arguments)
+
+    def scall(receiver: Any, /, **arguments: Any) -> str:
         return receiver._session.call_tool(name, arguments)
+
+    call: Callable[..., Any] = acall if awaited else scall
 
     receiver = next((word for word in RECEIVERS if word not in properties), RECEIVERS[0])
     parameters = [inspect.Parameter(receiver, inspect.Parameter.POSITIONAL_ONLY)]

@@ -25,7 +25,9 @@ __all__ = [
     "RenderCheckError",
     "ToolPlan",
     "discovered_tools",
+    "discovery_problems",
     "expected_rendering",
+    "methods_discovered",
     "plan_tools",
     "refusals",
     "render_check",
@@ -72,10 +74,21 @@ def plan_tools(
 
 
 def discovered_tools(instance: object) -> list[Any]:
-    """The tools TRL (>= 1.15) finds on an environment instance: functions listed on the class, fetched from it."""
+    """The tools TRL (>= 1.15) finds on an environment instance: functions listed on the class, fetched from it
+    (`GRPOTrainer._generate_and_score_completions` in TRL 1.16)."""
     return [
         getattr(instance, name)
         for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
+
+
+def methods_discovered(instance: object) -> list[Any]:
+    """The tools TRL <= 1.14 (and TRL's main as of July 2026) finds on an environment instance: its bound methods
+    (`inspect.getmembers(instance, predicate=inspect.ismethod)`)."""
+    return [
+        member
+        for name, member in inspect.getmembers(instance, predicate=inspect.ismethod)
         if name not in ("reset", "get_reward") and not name.startswith("_")
     ]
 
@@ -100,6 +113,7 @@ def render_check(
         covered = [refusal for refusal in refused if refusal.tool == plan.published["name"]]
         problems += _tool_problems(plan, found.get(plan.published["name"]), template, prompt, covered)
     problems += [f"{refusal.tool}: {refusal.problem}" for refusal in refused]
+    problems += discovery_problems(instance, tools)
     if problems:
         raise RenderCheckError(
             f"refusing to build: under {_named(template)} the model would not see every tool with all its "
@@ -109,6 +123,26 @@ def render_check(
         )
     with _checked_lock:
         _checked.add(key)
+
+
+def discovery_problems(instance: object, tools: list[Any]) -> list[str]:
+    """Where the other way TRL has found tools (`methods_discovered`: TRL <= 1.14's, and July 2026's main) would
+    find other tools than `tools`, those TRL >= 1.15 finds, which the rest of the check judges: a tool missing, an
+    extra one, or another object under a tool's name."""
+    rule = "TRL <= 1.14, which lists the instance's bound methods"
+    expected = {getattr(tool, "__name__", None): tool for tool in tools}
+    found = {getattr(tool, "__name__", None): tool for tool in methods_discovered(instance)}
+    problems = []
+    for name in sorted(set(expected) | set(found), key=str):
+        if name not in found:
+            problems.append(f"{name}: not found under {rule}")
+        elif name not in expected:
+            problems.append(
+                f"{name}: found only under {rule}, which would show the model a tool it should not see"
+            )
+        elif found[name] is not expected[name]:
+            problems.append(f"{name}: under {rule}, TRL would call a {type(found[name]).__name__}")
+    return problems
 
 
 def refusals(template: ChatTemplate, plans: list[ToolPlan], family: Family | None) -> list[Refusal]:

@@ -24,7 +24,7 @@ from agent_env.session import (
 from agent_env.training._methods import tool_method
 from agent_env.training._parsing import prepare_parsing
 from agent_env.training._render_check import ToolPlan, discovered_tools, plan_tools, render_check
-from agent_env.training._tools import AsyncSchemaTool, SchemaTool
+from agent_env.training._tools import AsyncSchemaTool, SchemaTool, teach_get_json_schema
 from agent_env.training._trainer import Trainer, calling_trainer
 from agent_env.training.families import Family, family_of
 from agent_env.training.templates import DEFAULT_TEMPLATE, ChatTemplate, TemplateSource, resolve_template
@@ -33,21 +33,25 @@ from agent_env.training.unscored import unscored_reward
 logger = logging.getLogger("agent_env")
 
 MIN_TRL = "1.16"  # the oldest TRL the version matrix tests (`make matrix`)
-_SCHEMA_SAFE_TRL = "1.15"  # the first that lists tools on the class, so SchemaTools reach the prompt
 _warned_untested: set[str] = set()
 
 
 class TRLEnvironment:
     """Base of the classes TRL sees: `reset`, `get_reward`, and (in each subclass) one function per tool.
 
-    Each instance sets a `SchemaTool` over every tool function, `end_turn` included, so TRL, which lists functions on the
-    class and fetches each from the instance, renders the schema the render check judged (the published one, or its
-    lowering for the template's family) and calls the SchemaTool, which validates against the published schema.
-    Nothing here is a property: TRL never evaluates anything by listing the class.
+    Each instance sets a `SchemaTool` over every tool function, `end_turn` included, bound to the instance and that
+    function, so both ways TRL has found tools find it (see `agent_env.training._tools`): TRL >= 1.15 lists the
+    functions on the class and fetches each from the instance, where the SchemaTool shadows it; TRL <= 1.14 lists the
+    instance's bound methods, as which a bound SchemaTool passes. TRL then renders the schema the render check judged
+    (the published one, or its lowering for the template's family) and calls the SchemaTool, which validates against
+    the published schema. Nothing here is a property: TRL never evaluates anything by listing the class, and TRL <=
+    1.14's listing of the instance, which evaluates every attribute, runs nothing either.
     """
 
     _published: tuple[dict[str, Any], ...] = ()
     _shown: tuple[dict[str, Any], ...] = ()
+    _asynchronous: frozenset[str] = frozenset()
+    """The tools whose session calls are async (`Session.is_async`): each gets an `AsyncSchemaTool`."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -56,18 +60,21 @@ class TRLEnvironment:
         None until then."""
         for published, shown in zip(self._published, self._shown or self._published, strict=True):
             name = published["name"]
-            if session.is_async(name):
-                setattr(self, name, AsyncSchemaTool(published, session.acall_tool, shown=shown))
+            bound = (self, getattr(type(self), name))
+            if name in self._asynchronous:
+                tool: SchemaTool = AsyncSchemaTool(published, session.acall_tool, shown=shown, bound=bound)
             else:
-                setattr(self, name, SchemaTool(published, session.call_tool, shown=shown))
+                tool = SchemaTool(published, session.call_tool, shown=shown, bound=bound)
+            setattr(self, name, tool)
 
     def reset(self, **row: Any) -> str | None:
         """Start an episode from a dataset row; returns the observation TRL appends to the prompt, as a paragraph
         of its own (see `own_paragraph`).
 
         An episode whose environment could not start it (an `UnscoredEpisodeError`: its `reset` or `setup` raised,
-        or returned what TRL cannot append to the prompt: not a string, None or a list of content parts) does not
-        stop the trainer: no observation is returned, and `get_reward` scores it by `unscored_reward`.
+        or returned what TRL cannot append to the prompt: not a string, None or a list of content parts; it did not
+        finish in time; a full server had no room for it) does not stop the trainer: no observation is returned,
+        and `get_reward` scores it by `unscored_reward`.
         """
         self._outcome = None
         try:
@@ -75,15 +82,18 @@ class TRLEnvironment:
             checked_observation(observation)  # as every agent_env session checks it, for any other
         except UnscoredEpisodeError as error:
             self._outcome = error.named(
-                type(self).__name__, episode_label(row, f"in its {type(self._session).__name__}")
+                type(self).__name__,
+                episode_label(row, f"in its {type(self._session).__name__}"),
+                starting=True,
             )
             return None
         return own_paragraph(observation, row)
 
     def get_reward(self) -> float | None:
         """The episode's reward (ending the episode first if the model never called end_turn); for an episode that
-        could not be scored, what `unscored_reward` makes of it (0.0, or None for an infrastructure failure), with
-        one warning, never an exception that would stop the trainer's step."""
+        could not be scored, what `unscored_reward` makes of it (0.0, or None for an infrastructure failure and for
+        an episode a call of which did not finish in time), with one warning, never an exception that would stop the
+        trainer's step."""
         outcome = self._scored()
         return outcome.reward if isinstance(outcome, Score) else unscored_reward(outcome)
 
@@ -143,17 +153,22 @@ def _last_text(prompt: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
-_classes: dict[tuple[str, str, str], type[TRLEnvironment]] = {}
+_classes: dict[tuple[str, str, str, frozenset[str]], type[TRLEnvironment]] = {}
 _classes_lock = threading.Lock()
 
 
 def environment_class(
-    name: str, published: list[dict[str, Any]], tool_set: str, shown: list[dict[str, Any]] | None = None
+    name: str,
+    published: list[dict[str, Any]],
+    tool_set: str,
+    shown: list[dict[str, Any]] | None = None,
+    asynchronous: frozenset[str] = frozenset(),
 ) -> type[TRLEnvironment]:
-    """The TRL-facing class for one tool set, shown as `shown` (default: as published): made fresh once per
-    (name, tool set, what is shown), never by mutating a shared one."""
+    """The TRL-facing class for one tool set, shown as `shown` (default: as published), whose tools named in
+    `asynchronous` are called through the session's `acall_tool`: made fresh once per (name, tool set, what is
+    shown, which are async), never by mutating a shared one."""
     shown = shown if shown is not None else published
-    key = (name, tool_set, fingerprint(shown))
+    key = (name, tool_set, fingerprint(shown), asynchronous)
     with _classes_lock:
         if key not in _classes:
             namespace: dict[str, Any] = {
@@ -161,32 +176,31 @@ def environment_class(
                 "__doc__": f"{name} as a TRL environment (tool set {tool_set}).",
                 "_published": tuple(published),
                 "_shown": tuple(shown),
+                "_asynchronous": asynchronous,
             }
             for tool in published:
-                namespace[tool["name"]] = tool_method(tool, f"{name}.{tool['name']}")
+                awaited = tool["name"] in asynchronous and AsyncSchemaTool.awaited
+                namespace[tool["name"]] = tool_method(tool, f"{name}.{tool['name']}", awaited=awaited)
             _classes[key] = type(name, (TRLEnvironment,), namespace)
         return _classes[key]
 
 
 def check_trl_version() -> None:
-    """Refuse a TRL that would drop SchemaTools from the prompt without a word (TRL <= 1.14 lists tools on the
-    instance with `inspect.ismethod`, which a SchemaTool is not), and warn once on one the matrix does not test."""
+    """Warn once on a TRL the version matrix does not test. Every TRL finds the SchemaTools (both of the ways TRL
+    has found an environment's tools do, and the render check holds the factory to both), so none is refused."""
     try:
         installed = importlib.metadata.version("trl")
     except importlib.metadata.PackageNotFoundError:
         return
     from packaging.version import Version
 
-    if Version(installed) < Version(_SCHEMA_SAFE_TRL):
-        raise RuntimeError(
-            f"TRL {installed} lists an environment's tools on the instance and would silently drop every tool "
-            f"schema agent_env publishes; upgrade with `pip install 'trl>={MIN_TRL}'`"
-        )
     if Version(installed) < Version(MIN_TRL) and installed not in _warned_untested:
         _warned_untested.add(installed)
         logger.warning(
-            "TRL %s shows agent_env's tool schemas, but agent_env is tested with TRL >= %s only: TRL 1.15's GRPO "
-            "step needs Triton (a GPU) and its AsyncGRPO needs aiohttp. Upgrade with `pip install 'trl>=%s'`.",
+            "TRL %s finds agent_env's tools, but agent_env is tested with TRL >= %s only: TRL 1.15's GRPO step needs "
+            "Triton (a GPU) and its AsyncGRPO needs aiohttp, and TRL 1.14 and older do not pass the tools to "
+            "parse_response, so XML-style templates' arguments are typed by guesswork. Upgrade with "
+            "`pip install 'trl>=%s'`.",
             installed,
             MIN_TRL,
             MIN_TRL,
@@ -259,20 +273,23 @@ class EnvironmentFactory:
         from agent_env.schema import fingerprint
 
         check_trl_version()
+        teach_get_json_schema()  # before TRL's parser or vLLM client meets a SchemaTool
         published = self.provider.tools()
         tool_set = fingerprint(published)
         family = family_of(template.text)
         plans = plan_tools(template, published, family)
-        environment_type = environment_class(
-            self.provider.name, published, tool_set, [plan.shown for plan in plans]
-        )
-        probe = environment_type(self.provider.open())
+        session = self.provider.open()
         try:
+            asynchronous = frozenset(tool["name"] for tool in published if session.is_async(tool["name"]))
+            environment_type = environment_class(
+                self.provider.name, published, tool_set, [plan.shown for plan in plans], asynchronous
+            )
+            probe = environment_type(session)
             render_check(probe, plans, tool_set, template, family)
             if trainer is not None:
                 prepare_parsing(trainer, family)
         except BaseException:
-            probe._session.close()
+            session.close()
             raise
         self._report(published, tool_set, template, family, plans)
         self._built[template.key] = (environment_type, family)

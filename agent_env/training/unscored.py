@@ -23,8 +23,10 @@ def unscored_reward(error: UnscoredEpisodeError) -> float | None:
 
     - The environment's code failed on the episode (`error.infrastructure` is false: a `reward` or `setup` function
       that raised, a reward that is no number): `CHARGED_REWARD`, 0.0, as a failed MCP server scores.
-    - A service outside the episode failed (`InfrastructureFailedError`: a simulated user's endpoint): None, which
-      TRL (>= 1.16) reads as unscorable: the rollout is left out of its group's baseline and its advantage is 0.
+    - A service outside the episode failed (`InfrastructureFailedError`: a simulated user's endpoint, a full
+      server that had no room for it), or a call of it did not finish in time (`TimedOutEpisodeError`: past its
+      call timeout or its episode's time budget): None, which TRL (>= 1.16) reads as unscorable: the rollout is left
+      out of its group's baseline and its advantage is 0.
 
     Any environment that reads its rewards for a trainer can use this rule as it is.
     """

@@ -3,9 +3,10 @@
 Under TRL the agent can only act through tools, so it reaches the user through this one, and the user's reply is a
 tool result (which TRL masks from the loss: the simulator's words are never trained on). `agent-env eval` plays the
 official protocol instead: a reply of the agent's without tool calls goes to the user through this same tool, and
-the answer comes back as a user message; the text of a reply that also calls tools goes to no one, as τ²-bench
-plays it, and reaches the environment's record through a hidden tool, `agent_aside`. Either way the environment
-keeps one record of the conversation.
+the answer comes back as a user message; a reply that calls tools is announced to the environment first through a
+hidden tool, `agent_aside`, with its text (which goes to no one, as τ²-bench plays it, but is the agent's words in
+the record) and how many of its calls follow, so that an environment can count one reply as one message, as
+τ²-bench's orchestrator does. Either way the environment keeps one record of the conversation.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from agent_env.users._user import ScriptedUser, User
 USER_CHANNEL = "message_user"
 """The tool through which an agent talks to its simulated user; `agent-env eval` routes plain replies to it."""
 ASIDE = "agent_aside"
-"""The hidden tool (`tool(hidden=True)`: never offered to a model) through which `agent-env eval` tells the
-environment the text of a reply that also called tools: said, so τ²-bench's COMMUNICATE counts it, but sent to no one
-(the user never reads it)."""
+"""The hidden tool (`tool(hidden=True)`: never offered to a model) through which `agent-env eval` announces each reply
+of the agent's that calls tools, before its calls: its text (said, so τ²-bench's COMMUNICATE counts it, but sent to
+no one: the user never reads it), how many of its calls follow, and how many it refused itself before they could
+reach the environment."""
 
 UserSetting = User | Mapping[str, Any] | str | None
 """How a user is named in an environment's configuration: a `User`; "scripted"; the settings of an `LLMUser` as a
@@ -93,6 +95,8 @@ class UserChat:
         if chat is None:
             raise EpisodeStateError("there is no user to talk to: the episode has not started a conversation")
         chat.messages.append(ChatMessage("agent", message))
+        if self.before_user_reply() is not None:  # the episode ended before the user could answer (a limit)
+            return ""
         tools = self.user_tools()
         answer = self.user.reply(chat, tools, self.run_user_tool if tools else None)
         chat.messages.append(answer)
@@ -100,21 +104,35 @@ class UserChat:
         return answer.text
 
     @tool(name=ASIDE, hidden=True)
-    def agent_aside(self, text: Annotated[str, Field(min_length=1)]) -> str:
-        """Keep what the agent wrote beside its tool calls in the same reply: its words, which the user never reads.
+    def agent_aside(
+        self,
+        text: str = "",
+        calls: Annotated[int, Field(ge=0)] = 0,
+        refused: Annotated[int, Field(ge=0)] = 0,
+    ) -> str:
+        """Announce a reply of the agent's that calls tools, before its calls: keep its text (its words, which the user never reads), and say how many of its calls follow.
 
         Args:
-            text: The reply's text.
+            text: What the reply wrote beside its calls ("" for nothing).
+            calls: How many of its calls come next, each its own call of a tool.
+            refused: How many of its calls were refused before they could reach the environment (a name no tool offered has, arguments that are not JSON): each a failed call.
         """
         chat = self.chat
         if chat is None:
             raise EpisodeStateError("there is no conversation to keep it in: the episode has not started one")
-        chat.asides.append(text)
+        if text:
+            chat.asides.append(text)
         return ""
 
     def user_tools(self) -> Sequence[Mapping[str, Any]]:
         """The user's own tools (`name`, `description`, `inputSchema`); none by default."""
         return ()
+
+    def before_user_reply(self) -> str | None:
+        """Called once the agent's message is in the chat, before the user is asked to answer it: why the episode
+        ends before the user can answer (τ²-bench ends it there when the agent's message reaches its step limit), in
+        which case `message_user` answers "" and the user is not asked; None, the default, to ask the user."""
+        return None
 
     def run_user_tool(self, name: str, arguments: Any) -> str:
         """Run one of the user's own tools and return the text the user reads."""

@@ -39,11 +39,15 @@ class Scenario:
             user wants, what it knows, what it must not volunteer, how it should behave.
         persona: How the user writes and behaves in general, when the scenario says.
         script: What a `ScriptedUser` says, in order: its opening, then one reply per agent message.
+        prompt: The whole system prompt a model playing the user is told, when the environment must tell it its
+            benchmark's own (τ²-bench's guidelines around its scenario); None, and an `LLMUser` frames `persona` and
+            `instructions` with this room's own guidelines.
     """
 
     instructions: str
     persona: str | None = None
     script: tuple[str, ...] = ()
+    prompt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ class Chat:
         asides: What the agent wrote in replies that also called tools, in order: its words, but sent to no one, so
             never in `messages`, which the user reads (τ²-bench sends such a reply to the environment, not the user,
             and its COMMUNICATE still counts the text).
+        transferred: Whether the agent has handed the user over to another agent (the environment says so when its
+            transfer tool runs): a `ScriptedUser` answers the agent's next message with the transfer marker, as a
+            simulated user told to write it once transferred would; a model hears only the agent's words.
     """
 
     scenario: Scenario
@@ -84,6 +91,7 @@ class Chat:
     failure: str | None = None
     faults: Counter[str] = field(default_factory=Counter)
     asides: list[str] = field(default_factory=list)
+    transferred: bool = False
 
     def reported_faults(self) -> dict[str, int]:
         """`faults` as records report them beside the agent's endpoint's: each kind prefixed `user_`, sorted."""

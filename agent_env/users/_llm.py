@@ -40,7 +40,10 @@ You have tools of your own, for what the agent asks you to do or check on your s
 
 
 def system_prompt(scenario: Scenario, has_tools: bool) -> str:
-    """What the user's model is told: the guidelines, then the scenario (its persona first, when it has one)."""
+    """What the user's model is told: the prompt its environment gives (`Scenario.prompt`: τ²-bench's own), else
+    this room's guidelines, then the scenario (its persona first, when it has one)."""
+    if scenario.prompt is not None:
+        return scenario.prompt
     parts = [GUIDELINES + (TOOL_GUIDELINES if has_tools else "")]
     if scenario.persona:
         parts.append(f"<persona>\n{scenario.persona}\n</persona>")
@@ -146,7 +149,9 @@ class LLMUser:
         except EndpointError as error:  # no model named, and its server's list could not name one
             chat.faults["model_list"] += 1
             raise self._failure(chat, f"{error} ({options_of('user')})") from None
-        text = reply.content.strip()
+        # The user's key, should its model write it, is cut as the agent's is: its words reach the agent, every
+        # transcript and the judge.
+        text = client.scrub(reply.content.strip())
         if not text:
             chat.faults["empty_answer"] += 1
             raise self._failure(chat, "it answered with no text")

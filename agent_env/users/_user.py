@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from agent_env.users._chat import STOP, Chat, ChatMessage, Scenario
+from agent_env.users._chat import STOP, TRANSFER, Chat, ChatMessage, Scenario
 
 UserTool = Callable[[str, Any], str]
 """Runs one of the user's own tools (by name, with JSON arguments) and returns the text the user reads."""
@@ -61,7 +61,8 @@ class ScriptedUser:
 
     Deterministic, for tests and for training with no user model. The script is its own (`turns`), or else the
     scenario's (`Scenario.script`): the first line is its opening, each later one answers one agent message, and once
-    the script runs out it answers with `then` (by default the stop marker, which ends the conversation).
+    the script runs out it answers with `then` (by default the stop marker, which ends the conversation). Once the
+    agent has handed it over to another agent (`Chat.transferred`), it answers with the transfer marker.
 
     Args:
         turns: The opening and the replies, in order; None to say each scenario's own script.
@@ -85,6 +86,8 @@ class ScriptedUser:
     def reply(
         self, chat: Chat, tools: Sequence[Mapping[str, Any]] = (), run_tool: UserTool | None = None
     ) -> ChatMessage:
+        if chat.transferred:
+            return ChatMessage("user", TRANSFER)
         script = self._script(chat.scenario)
         said = sum(1 for message in chat.messages if message.role == "user")
         return ChatMessage("user", script[said] if said < len(script) else self.then)

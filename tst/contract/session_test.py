@@ -309,7 +309,8 @@ def test_an_episode_the_environment_cannot_score_is_an_unscored_episode_error_na
         session.reset(task="t4", raise_in=raise_in)
         session.call_tool("submit_offers", {"curves": [CURVE]})
         session.score()  # the reward and its breakdown, as the TRL adapter and eval read them
-    assert "ToyDesk could not score the episode of row " in str(raised.value)
+    could_not = "start" if raise_in in ("reset", "observation") else "score"  # a failed reset started nothing
+    assert f"ToyDesk could not {could_not} the episode of row " in str(raised.value)
     assert '"task": "t4"' in str(raised.value) and said in str(raised.value)
 
 
@@ -334,7 +335,8 @@ def test_the_trl_adapter_scores_such_an_episode_by_one_rule_with_one_warning_and
     (warning,) = [record for record in caplog.records if record.name == "agent_env.training"]
     assert warning.levelno == logging.WARNING and warning.exc_info is not None
     text = warning.getMessage()
-    assert text.startswith("agent_env: ToyDesk could not score the episode of row ") and said in text
+    could_not = "start" if raise_in in ("reset", "observation") else "score"
+    assert text.startswith(f"agent_env: ToyDesk could not {could_not} the episode of row ") and said in text
     assert f"TRL gets {'None (unscorable' if reward is None else '0.0 for it'}" in text
 
 

@@ -35,7 +35,9 @@ def environment() -> dict[str, str]:
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    """The run's file, its settings then its episodes (the summary line that ends a finished run left out)."""
+    found = [json.loads(line) for line in path.read_text().splitlines()]
+    return [line for line in found if line["type"] != "summary"]
 
 
 def desk_reward(desk: AgentEnv, row: dict[str, Any]) -> float:

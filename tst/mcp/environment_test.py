@@ -286,7 +286,7 @@ class TestEpisodesThatCannotBeScored:
             with env.open() as session, pytest.raises(UnscoredEpisodeError) as failed:
                 session.reset(prompt=PROMPT, task_id=task_id)
             assert str(failed.value).startswith(
-                f'memory-server could not score the episode of task_id="{task_id}" (in process): {why}'
+                f'memory-server could not start the episode of task_id="{task_id}" (in process): {why}'
             )
             instance = env.factory()
             caplog.clear()

@@ -70,7 +70,7 @@ def test_an_evaluation_plays_and_scores_episodes_on_the_server(tmp_path: Path) -
     assert "- entities[0]: missing required property 'entityType'" in refused
     verdicts = [
         call["verdict"]
-        for line in (tmp_path / "run.jsonl").read_text().splitlines()[1:]
+        for line in (tmp_path / "run.jsonl").read_text().splitlines()[1:-1]  # between settings and summary
         for call in json.loads(line)["calls"]
     ]
     assert verdicts == ["invalid_arguments", "accepted", "accepted", "accepted"] * 2
@@ -163,7 +163,7 @@ def test_the_eval_command_takes_an_mcp_environment_by_name(tmp_path: Path) -> No
             env={"COLUMNS": "200"},
         )
     assert result.exit_code == 0, result.output
-    lines = (tmp_path / "run.jsonl").read_text().splitlines()[1:]
+    lines = (tmp_path / "run.jsonl").read_text().splitlines()[1:-1]  # between settings and summary
     assert [json.loads(line)["reward"] for line in lines] == [1.0, 1.0]
     assert wait_until(lambda: not servers_left())
 
@@ -203,7 +203,9 @@ def test_the_eval_command_plays_a_bare_server_on_rows_given_in_a_file(tmp_path: 
     with scripted(builder) as server:
         result = CliRunner().invoke(app, [*command, "--base-url", server.url], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    episodes = [json.loads(line) for line in out.read_text().splitlines()[1:]]
+    episodes = [
+        json.loads(line) for line in out.read_text().splitlines()[1:-1]
+    ]  # between settings and summary
     assert sorted(line["episode"] for line in episodes) == ["team-0", "team-1"]  # written as each finished
     assert [[call["verdict"] for call in line["calls"]] for line in episodes] == [
         ["invalid_arguments", "accepted", "accepted", "accepted"]

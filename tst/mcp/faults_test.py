@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_env import AgentEnv, ToolError
+from agent_env import AgentEnv, EpisodeEndedError, ToolError
+from agent_env.errors import TimedOutEpisodeError
 from agent_env.mcp import (
     HttpServer,
     MCPServerError,
@@ -224,10 +225,15 @@ class TestDuringAnEpisode:
                 in str(late.value)
             )
             assert wait_until(lambda: not marked_processes(SERVER_MARK, hung.id), timeout=3)  # type: ignore[attr-defined]
+            # a call out of time ends its episode, as on every provider: unscored, and later calls refused
             with pytest.raises(
-                MCPServerLostError, match=r"^tool 'count' was not sent: tool 'sleep' got no answer"
+                EpisodeEndedError,
+                match=r"^tool 'count' was not run: the episode has ended \(tool 'sleep' did not",
             ):
                 session.call_tool("count", {})
+            with pytest.raises(TimedOutEpisodeError) as unscored:
+                session.reward()
+            assert unscored.value.cause is late.value and unscored.value.infrastructure
             session.reset()
             assert session.call_tool("count", {}) == "1"
 
@@ -456,10 +462,10 @@ class TestServersThatBreakTheProtocol:
         stalls.touch()  # servers started from now on never answer tools/list
         with env.open() as session:
             session.reset()  # on the server that listed the tools when the environment was built
-            with pytest.raises(
-                MCPTimeoutError, match=r"did not list its tools within 1 s; the server was stopped"
-            ):
+            with pytest.raises(TimedOutEpisodeError) as unscored:  # the episode never started: unscored
                 session.reset()  # it waited for ever
+            assert isinstance(unscored.value.cause, MCPTimeoutError) and unscored.value.starting
+            assert "did not list its tools within 1 s; the server was stopped" in str(unscored.value)
 
     def test_a_call_waiting_on_the_check_of_a_changed_tool_list_fails_at_its_timeout(
         self, environments: Make

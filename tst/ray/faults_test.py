@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import ray
 
+from agent_env.errors import TimedOutEpisodeError
 from agent_env.ray import RayProvider
 from agent_env.ray import _provider as provider_module
 from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError
@@ -80,12 +81,12 @@ def test_a_reset_past_the_timeout_raises_the_typed_error_once_and_is_not_run_aga
         session.reset(seed=3)
         episode_id = session.episode_id
         live = sum(where.loads().values())
-        with pytest.raises(CallTimeoutError) as raised:
+        with pytest.raises(TimedOutEpisodeError) as raised:  # unscored: the episode could not start
             session.reset(seed=4, sleep=30)
-        assert str(raised.value).startswith(
-            "reset did not finish within the Ray pool's call timeout of 2 s; "
-        )
-        assert repr(episode_id) in str(raised.value)  # the session's own episode, not a second try elsewhere
+        late = raised.value.cause
+        assert isinstance(late, CallTimeoutError) and raised.value.starting
+        assert str(late).startswith("reset did not finish within the Ray pool's call timeout of 2 s; ")
+        assert repr(episode_id) in str(late)  # the session's own episode, not a second try elsewhere
         assert session.episode_id is None and sum(where.loads().values()) == live - 1
         assert session.reset(seed=5) == "counter starts at 5"
 

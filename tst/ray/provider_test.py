@@ -7,12 +7,14 @@ import contextlib
 import multiprocessing
 import pickle
 import re
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 import ray
 
-from agent_env import AgentEnv, Environment, ToolFailedError
+from agent_env import AgentEnv, Environment, InfrastructureFailedError, ToolFailedError
 from agent_env.ray import PoolMismatchError, RayProvider, RaySession
 from agent_env.server.errors import EpisodeNotFoundError, ResetError, TooManyEpisodesError
 from agent_env.session import Session
@@ -46,22 +48,28 @@ def test_each_episode_stays_on_one_actor_and_episodes_spread_evenly_over_the_poo
     assert where.loads() == {0: 0, 1: 0, 2: 0, 3: 0}  # closing a session frees its episode
 
 
-def test_a_full_pool_is_refused_clearly_until_an_episode_closes(where):
+def test_a_full_pool_is_waited_on_until_an_episode_closes_and_past_the_wait_is_an_infrastructure_error(
+    where, monkeypatch
+):
+    monkeypatch.setattr(where, "capacity_wait", 0.5)
     with contextlib.ExitStack() as stack:
         sessions = [stack.enter_context(where.open()) for _ in range(12)]
         for session in sessions:
             session.reset()
         extra = stack.enter_context(where.open())
-        with pytest.raises(TooManyEpisodesError) as raised:
+        started = time.monotonic()
+        with pytest.raises(InfrastructureFailedError) as raised:  # the episode could not start: unscored
             extra.reset()
-        assert str(raised.value) == (
+        assert time.monotonic() - started >= 0.5
+        assert isinstance(raised.value.cause, TooManyEpisodesError) and str(raised.value.cause) == (
             "reset: Ray pool 'where' is full: its 4 actors hold 3 live episodes each (episodes_per_actor); close "
             "finished sessions, wait for idle ones to expire, or make the pool bigger (actors=, "
             "episodes_per_actor=)"
         )
         assert extra.episode_id is None
         freed = sessions[5].episode_id.split("/")[1]
-        sessions[5].close()
+        monkeypatch.setattr(where, "capacity_wait", 10)
+        threading.Timer(1.0, sessions[5].close).start()  # room frees while the reset waits
         assert extra.reset(seed=4) == "counter starts at 4"
         assert extra.episode_id.split("/")[1] == freed  # the one actor with room
 
@@ -127,7 +135,7 @@ def test_a_row_the_environment_refuses_is_a_reset_error_and_holds_nothing(where)
         with pytest.raises(ResetError) as raised:
             session.reset(seed="x")
         assert re.fullmatch(
-            r'WhereDesk could not score the episode of row \{"seed": "x"\} \(in episode where/\d+/[0-9a-f]{32} on Ray '
+            r'WhereDesk could not start the episode of row \{"seed": "x"\} \(in episode where/\d+/[0-9a-f]{32} on Ray '
             r"actor 'where/\d+'\): its reset raised TypeError: seed must be an integer, not 'x'",
             str(raised.value),
         ), str(raised.value)

@@ -51,8 +51,33 @@ def test_an_aside_reaches_the_actors_episode_and_counts_as_said(env):
     assert ASIDE not in {tool["name"] for tool in env.tools()}
     with env.open() as session:
         session.reset(task_id="update_task_with_initialization_data")
-        session.call_tool(ASIDE, {"text": said})
+        session.call_tool(ASIDE, {"text": said, "calls": 1})
         session.call_tool("update_task_status", {"task_id": "task_2", "status": "completed"})
         session.call_tool(USER_CHANNEL, {"message": "Anything else?"})
         score = session.score()
     assert score.reward == 1.0 and score.breakdown["parts"]["COMMUNICATE"]["reward"] == 1.0
+
+
+def test_a_transfer_only_answers_and_every_call_of_a_reply_runs_on_an_actor(env):
+    from tst.unit.envs.tau2.providers_test import errors_past_the_limit_in_one_reply, transfer_then_write
+
+    with env.open() as session:
+        transfer_then_write(session)
+        transferred = session.score()
+    with env.open() as session:
+        errors_past_the_limit_in_one_reply(session)
+        limited = session.score()
+    assert transferred.reward == 0.0 and transferred.breakdown["termination"] == "user_stop"
+    assert limited.breakdown["ended"] == "the episode reached max_errors"
+
+
+def test_the_checks_reward_travels_to_the_actors_as_a_setting(ray_cluster):
+    checks = AgentEnv.ray("tau2-mock", actors=1, pool="tau2-checks", user=USER, reward="checks")
+    try:
+        with checks.open() as session:
+            session.reset(task_id="update_task_with_user_tools")
+            session.call_tool("update_task_status", {"task_id": "task_1", "status": "completed"})
+            score = session.score()
+    finally:
+        checks.provider.shutdown()
+    assert score.reward == pytest.approx(2 / 3) and score.breakdown["official_reward"] == 0.0

@@ -123,7 +123,7 @@ def scripted_generation(tokenizer: Any) -> Callable[[Any, Callable[[int, str], s
     return patch
 
 
-def async_rollout_loop(env: Any, tokenizer: Any) -> Any:
+def async_rollout_loop(env: Any, tokenizer: Any, split: str = "train") -> Any:
     """AsyncGRPO's rollout loop built in process from `env.factory` after a pickle round trip, as its spawned
     worker gets it. It needs vLLM only to generate, so discovery and the environments are real here."""
     import pickle
@@ -132,7 +132,7 @@ def async_rollout_loop(env: Any, tokenizer: Any) -> Any:
 
     return _AsyncRolloutLoop(
         model_name="tiny",
-        dataset=env.dataset("train"),
+        dataset=env.dataset(split),
         reward_funcs=[],
         processing_class=tokenizer,
         eos_token_ids=[tokenizer.eos_token_id],

@@ -71,3 +71,75 @@ def test_a_grpo_step_on_tau2_airline_talks_to_the_user_through_a_tool_and_scores
     databases = [breakdown["parts"]["DB"]["reward"] for breakdown in breakdowns]
     assert logged["rewards/database/mean"] == pytest.approx(sum(databases) / len(databases), abs=1e-4)
     assert logged["tools/failure_frequency"] == 0.0
+
+
+def checks_reply(index: int, prompt: str) -> str:
+    """On update_task_with_user_tools (DB x ACTION x ENV_ASSERTION): the even rollout marks task_1 completed (two of
+    its three checks: the user never dismisses its notification), the odd one only talks to the user (none)."""
+    if "<tool_response>" in prompt:
+        return "Done.<|im_end|>"
+    if index % 2 == 0:
+        return call("update_task_status", {"task_id": "task_1", "status": "completed"})
+    return call(USER_CHANNEL, {"message": "Nothing to do."})
+
+
+def test_a_grpo_step_trains_on_the_fraction_of_checks_met_through_get_reward_when_asked(
+    tiny_model, tokenizer, tmp_path, scripted_generation
+):
+    from trl import GRPOTrainer
+
+    env = AgentEnv.local("tau2-mock", reward="checks")
+    dataset = env.dataset("base").filter(lambda row: row["task_id"] == "update_task_with_user_tools")
+    trainer = GRPOTrainer(
+        model=tiny_model,
+        processing_class=tokenizer,
+        args=grpo_config(tmp_path, max_completion_length=256, max_tool_calling_iterations=2),
+        train_dataset=dataset,
+        environment_factory=env.factory,
+    )
+    scripted_generation(trainer, checks_reply)
+    trainer.train()
+    scores = [episode_score(environment) for environment in trainer.environments]
+    assert all(score is not None for score in scores)
+    rewards = sorted(score.reward for score in scores)  # type: ignore[union-attr]
+    assert rewards == [0.0, pytest.approx(2 / 3)]  # partial credit, where the official reward is 0 for both
+    assert all(score.breakdown["official_reward"] == 0.0 for score in scores)  # type: ignore[union-attr]
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/Tau2Mock/mean"] == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_asyncgrpo_scores_each_rollout_by_the_environments_get_reward_the_fraction_of_checks_met(tokenizer):
+    import asyncio
+
+    from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence
+
+    from tst.trl.conftest import async_rollout_loop
+
+    env = AgentEnv.local("tau2-mock", reward="checks")
+    loop = async_rollout_loop(env, tokenizer, split="base")
+    assert loop.reward_func_names == ["Tau2Mock"]  # the environment owns its reward, its reward funcs none
+    row = next(row for row in env.dataset("base") if row["task_id"] == "update_task_with_user_tools")
+    env_rewards = []
+    for marks in (True, False):  # as its generation loop does: a pooled instance reset, its tools, get_reward
+        instance = (
+            loop._environment_pool[None].pop()
+            if loop._environment_pool[None]
+            else loop.environment_factories[None]()
+        )
+        instance.reset(**row)
+        if marks:
+            instance.update_task_status(task_id="task_1", status="completed")
+        env_rewards.append((type(instance), instance.get_reward()))
+    sequence = TrainingSequence(
+        input_ids=[1, 2], completion_mask=[0, 1], old_log_probs=[0.0, 0.0], rollout_id=0
+    )
+    group = RolloutGroup(
+        prompts=[row["prompt"]] * 2, reward_kwargs={}, completions=[[], []], completions_ids=[[2], [2]],
+        completions_sequences=[[sequence], [sequence]], tool_call_counts=[1, 0], tool_failure_counts=[0, 0],
+        model_version=0, group_id=0, env_rewards=env_rewards, rollout_rewards=[None, None],
+    )  # fmt: skip
+    samples = asyncio.run(loop._score_group(group))
+    assert [sample.metrics["reward"] for sample in samples] == [pytest.approx(2 / 3), 0.0]
+    assert (
+        samples[0].advantage > 0 > samples[1].advantage
+    )  # partial credit separates them; the official ties at 0

@@ -9,7 +9,9 @@ def test_agent_env_exports_are_pinned_and_sorted():
     assert agent_env.__all__ == [
         "AgentEnv",
         "AgentEnvError",
+        "CallTimeoutError",
         "Environment",
+        "EpisodeBudgetError",
         "EpisodeEndedError",
         "EpisodeNotStartedError",
         "EpisodeStateError",
@@ -19,6 +21,7 @@ def test_agent_env_exports_are_pinned_and_sorted():
         "RewardError",
         "Session",
         "SessionClosedError",
+        "TimedOutEpisodeError",
         "Tool",
         "ToolArgumentError",
         "ToolDefinitionError",

@@ -87,7 +87,7 @@ def test_a_reset_that_fails_leaves_no_episode_running_not_the_last_one(session):
     with pytest.raises(UnscoredEpisodeError) as raised:
         session.reset(down=5)  # not a list of services: ToyDesk's reset raises
     assert str(raised.value) == (
-        'ToyDesk could not score the episode of row {"down": 5} (in process): its reset raised TypeError: '
+        'ToyDesk could not start the episode of row {"down": 5} (in process): its reset raised TypeError: '
         "'int' object is not iterable"
     )
     assert isinstance(raised.value.cause, TypeError) and raised.value.__cause__ is raised.value.cause
@@ -128,7 +128,7 @@ def test_a_reset_that_returns_what_trl_cannot_append_to_the_prompt_fails_its_epi
     with pytest.raises(UnscoredEpisodeError) as raised:
         session.reset(task_id="t1", observed=observed)
     assert str(raised.value) == (
-        f'Observing could not score the episode of task_id="t1" (in process): its reset returned {said}, not an '
+        f'Observing could not start the episode of task_id="t1" (in process): its reset returned {said}, not an '
         "observation TRL can append to the prompt: return a string, None, or a list of content parts like "
         '{"type": "text", "text": "..."}'
     )

@@ -6,19 +6,21 @@ CLI, `serve`, Ray, OpenEnv and `eval`. See docs/tau2.md for what matches upstrea
 """
 
 from agent_env.envs.tau2.data import COMMIT, Tau2DataError, domain_folder
-from agent_env.envs.tau2.environment import SYSTEM_PROMPT, Tau2Environment, UserSide, tool_text
+from agent_env.envs.tau2.environment import Tau2Environment, UserSide, tool_text
 from agent_env.envs.tau2.judge import Judge
+from agent_env.envs.tau2.prompts import Prompts, load_prompts
 from agent_env.envs.tau2.store import Store, Table
 
 __all__ = [
     "COMMIT",
-    "SYSTEM_PROMPT",
     "Judge",
+    "Prompts",
     "Store",
     "Table",
     "Tau2DataError",
     "Tau2Environment",
     "UserSide",
     "domain_folder",
+    "load_prompts",
     "tool_text",
 ]

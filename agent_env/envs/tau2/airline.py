@@ -6,8 +6,9 @@ same order, with the same messages; the same changes to the database (a flight c
 cancellation releases none); the clock fixed at 2024-05-15 15:00:00. What differs is deliberate: every tool
 publishes its full schema, and a call is checked against it before the tool runs (unknown keys, missing fields, a
 cabin that is none of the three, a number that is not whole are refused, naming the JSON path; tau2-bench would
-ignore an unknown key or fail inside the tool). And `calculate` refuses a computation too large to finish rather than
-hanging the process.
+ignore an unknown key or fail inside the tool). `calculate` refuses a computation too large to finish rather than
+hanging the process. And a call that fails changes nothing (tau2-bench keeps what a call changed before it failed:
+a seat taken, a gift card drawn down), as every domain's calls run (`Tau2Environment.transaction`).
 """
 
 from __future__ import annotations
@@ -203,13 +204,31 @@ class Tau2Airline(Tau2Environment):
         reservation_id = next((key for key in NEW_RESERVATION_IDS if key not in self.db.reservations), None)
         if reservation_id is None:
             raise ToolError("Too many reservations")
+        # The reservation is made first, as tau2-bench makes it: a count its model cannot hold (1e308 bags) fails
+        # here, before any check of the flights or the payments.
+        reservation = Reservation(
+            reservation_id=reservation_id,
+            user_id=user_id,
+            origin=origin,
+            destination=destination,
+            flight_type=flight_type,
+            cabin=cabin,
+            flights=[],
+            passengers=[passenger.model_copy() for passenger in passengers],
+            payment_history=[
+                Payment(payment_id=part.payment_id, amount=part.amount) for part in payment_methods
+            ],
+            created_at=NOW,
+            total_baggages=total_baggages,  # type: ignore[arg-type]  # validated: 2.0 becomes 2, as there
+            nonfree_baggages=nonfree_baggages,  # type: ignore[arg-type]
+            insurance=insurance,
+        )
         count = len(passengers)
-        booked: list[ReservationFlight] = []
         price: int | float = 0
         for leg in flights:
             flight, on_date = self._bookable(leg, cabin, count)
             fare = on_date.prices[cabin]
-            booked.append(
+            reservation.flights.append(
                 ReservationFlight(
                     flight_number=leg.flight_number,
                     origin=flight.origin,
@@ -236,33 +255,16 @@ class Tau2Airline(Tau2Environment):
             method = owner.payment_methods.get(part.payment_id)
             if method is None:
                 # A certificate listed twice: the first use took it. tau2-bench fails here on a missing key, with
-                # the payments before it already taken, and so does this.
+                # the payments before it already taken (which it keeps); here the failure undoes them.
                 raise ToolError(repr(part.payment_id))
             if isinstance(method, GiftCard):
                 method.amount -= part.amount
             elif isinstance(method, Certificate):
                 del owner.payment_methods[part.payment_id]
-        for taken in booked:
+        for taken in reservation.flights:
             seats = self.db.flights.edit(taken.flight_number).dates[taken.date]
             assert isinstance(seats, AvailableDate)
             seats.available_seats[cabin] -= count
-        reservation = Reservation(
-            reservation_id=reservation_id,
-            user_id=user_id,
-            origin=origin,
-            destination=destination,
-            flight_type=flight_type,
-            cabin=cabin,
-            flights=booked,
-            passengers=[passenger.model_copy() for passenger in passengers],
-            payment_history=[
-                Payment(payment_id=part.payment_id, amount=part.amount) for part in payment_methods
-            ],
-            created_at=NOW,
-            total_baggages=total_baggages,  # type: ignore[arg-type]  # validated: 2.0 becomes 2, as there
-            nonfree_baggages=nonfree_baggages,  # type: ignore[arg-type]
-            insurance=insurance,
-        )
         self.db.reservations.insert(reservation_id, reservation)
         owner.reservations.append(reservation_id)
         return tool_text(reservation)
@@ -380,7 +382,7 @@ class Tau2Airline(Tau2Environment):
 
     @tool
     def transfer_to_human_agents(self, summary: str) -> str:
-        """Transfer the user to a human agent, with a summary of their issue; this ends the conversation. Only when the user explicitly asks for a human agent, or when their request cannot be handled within the policy and your tools.
+        """Transfer the user to a human agent, with a summary of their issue, then tell the user (the policy says how). Only when the user explicitly asks for a human agent, or when their request cannot be handled within the policy and your tools.
 
         Args:
             summary: The user's issue and what has been done so far, for the human agent.

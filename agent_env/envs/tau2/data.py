@@ -1,5 +1,7 @@
-"""τ²-bench's domain data at run time, never shipped: downloaded at a pinned commit into the user's cache and checked
-against its SHA-256, or read from a folder the user names (`data_dir=`, or `$AGENT_ENV_TAU2_DATA`).
+"""τ²-bench's domain data and its prompts at run time, never shipped: downloaded at a pinned commit into the user's
+cache and checked against its SHA-256, or read from a folder the user names (`data_dir=`, or `$AGENT_ENV_TAU2_DATA`),
+laid out as `<domain>/<file>` with the prompts' folders beside the domains: `agent/llm_agent.py` (the agent's
+instruction) and `user_simulator/<file>` (the user simulator's guidelines).
 
 The data is Sierra's (MIT); agent_env ships only where to find it and what its hashes are. A file is written to the
 cache only once it is whole and its hash matches, so no corrupt file is ever left there, nor a folder a failed
@@ -32,9 +34,14 @@ SOURCE = "https://github.com/sierra-research/tau2-bench"
 URL_PATTERN = (
     "https://raw.githubusercontent.com/sierra-research/tau2-bench/{commit}/data/tau2/domains/{domain}/{file}"
 )
-"""Where each file is downloaded from; `$AGENT_ENV_TAU2_URL` (or `url=`) names a mirror with the same fields."""
+"""Where each file of a domain is downloaded from; `$AGENT_ENV_TAU2_URL` (or `url=`) names a mirror with the same
+fields (`{domain}` is then also `agent` or `user_simulator` for the prompts' files: a mirror laid out as a named
+folder is)."""
+TEXTS_URL_PATTERN = "https://raw.githubusercontent.com/sierra-research/tau2-bench/{commit}/{path}/{file}"
+"""Where each file of the prompts is downloaded from: its path in tau2-bench's repository (`TEXT_PATHS`)."""
 DATA_ENV = "AGENT_ENV_TAU2_DATA"
-"""The variable naming a folder laid out as `<domain>/<file>` (tau2-bench's `data/tau2/domains`)."""
+"""The variable naming a folder laid out as `<domain>/<file>` (tau2-bench's `data/tau2/domains`), with `agent/` and
+`user_simulator/` beside the domains."""
 URL_ENV = "AGENT_ENV_TAU2_URL"
 CACHE_ENV = "AGENT_ENV_CACHE"
 """The variable naming agent_env's cache folder (default `$XDG_CACHE_HOME/agent_env`, or `~/.cache/agent_env`)."""
@@ -62,6 +69,23 @@ FILES: dict[str, dict[str, str]] = {
 }
 """Each domain's files at `COMMIT`, with their SHA-256."""
 
+TEXTS: dict[str, dict[str, str]] = {
+    "agent": {"llm_agent.py": "d13412ff502859f0ef0492af0128f1b2666be32640057ba8e076d2602af084d8"},
+    "user_simulator": {
+        "simulation_guidelines.md": "740a29dfa64d7bc08eea3bf7493575b914a63f744acbaf7f199ee07eddaf72d3",
+        "simulation_guidelines_tools.md": "cbf3d8a4d8642fd04e559862f1afef55d7dd4e6a7e727ca49e239023c599de0c",
+    },
+}
+"""The prompts' files at `COMMIT` (read, never imported or run), with their SHA-256: the agent's module, for its
+instruction, and the user simulator's guidelines (without tools, and with)."""
+TEXT_PATHS = {"agent": "src/tau2/agent", "user_simulator": "data/tau2/user_simulator"}
+"""Where each folder of `TEXTS` is in tau2-bench's repository."""
+LAYOUT = (
+    "laid out as <domain>/<file> (tau2-bench's data/tau2/domains), with agent/llm_agent.py and "
+    "user_simulator/<file> beside the domains"
+)
+"""How a named folder is laid out, as messages say it."""
+
 PROGRESS_BYTES = 1 << 20
 """Files at least this large show their download's progress."""
 _CHUNK = 1 << 16
@@ -82,7 +106,7 @@ def domain_folder(
     """The folder holding `domain`'s files, every one present and checked.
 
     Args:
-        domain: `airline`, `retail` or `mock`.
+        domain: `airline`, `retail` or `mock`; or `agent` or `user_simulator`, the prompts' folders (`TEXTS`).
         data_dir: A folder laid out as `<domain>/<file>`; by default `$AGENT_ENV_TAU2_DATA`, and without either the
             cache, where missing files are downloaded at `COMMIT` first.
         url: The download pattern (`URL_PATTERN`'s fields); by default `$AGENT_ENV_TAU2_URL`, else GitHub's.
@@ -92,18 +116,21 @@ def domain_folder(
         Tau2DataError: A file is missing from a named folder, or cannot be downloaded whole and as hashed; the
             message names both ways out.
     """
-    if domain not in FILES:
+    files = FILES.get(domain) or TEXTS.get(domain)
+    if files is None:
         raise LookupError(f"τ²-bench has no domain {domain!r} here; the domains are {', '.join(FILES)}")
     named = named_root(data_dir)
     if named is not None:
         return _named_folder(named, domain)
     folder = cache_root() / "tau2" / COMMIT[:12] / domain
-    pattern = url or os.environ.get(URL_ENV) or URL_PATTERN
+    pattern = url or os.environ.get(URL_ENV) or (URL_PATTERN if domain in FILES else TEXTS_URL_PATTERN)
+    path = TEXT_PATHS.get(domain, "")
     with _lock:
         made = _missing_folders(folder)
         try:
-            for name, digest in FILES[domain].items():
-                _cached(folder / name, digest, pattern.format(commit=COMMIT, domain=domain, file=name))
+            for name, digest in files.items():
+                address = pattern.format(commit=COMMIT, domain=domain, file=name, path=path)
+                _cached(folder / name, digest, address)
         except BaseException:
             _remove_empty(made)
             raise
@@ -126,13 +153,12 @@ def cache_root() -> Path:
 
 def _named_folder(root: Path, domain: str) -> Path:
     folder = root / domain
-    for name, digest in FILES[domain].items():
+    for name, digest in (FILES.get(domain) or TEXTS[domain]).items():
         path = folder / name
         if not path.is_file():
             raise Tau2DataError(
-                f"τ²-bench's {domain}/{name} is not in {root} (from data_dir= or ${DATA_ENV}): name a folder laid "
-                f"out as tau2-bench's data/tau2/domains (<domain>/<file>), or give none to download the data at "
-                f"commit {COMMIT[:12]} into {cache_root()}"
+                f"τ²-bench's {domain}/{name} is not in {root} (from data_dir= or ${DATA_ENV}): name a folder "
+                f"{LAYOUT}, or give none to download the data at commit {COMMIT[:12]} into {cache_root()}"
             )
         if _digest(path, domain, named=True) != digest:
             _warn_changed(path, domain, name)
@@ -152,8 +178,7 @@ def unusable(path: Path, domain: str, problem: str, *, named: bool) -> Tau2DataE
     return Tau2DataError(
         f"the cached {path} cannot be used: {problem}. Remove it and agent_env downloads it again at commit "
         f"{COMMIT[:12]} from {SOURCE} (which needs network access), or point ${CACHE_ENV} at another folder, or "
-        f"download the data yourself and name its folder with data_dir= or ${DATA_ENV} (laid out as tau2-bench's "
-        "data/tau2/domains)"
+        f"download the data yourself and name its folder with data_dir= or ${DATA_ENV} ({LAYOUT})"
     )
 
 
@@ -320,7 +345,7 @@ def _failure(path: Path, problem: str) -> Tau2DataError:
     return Tau2DataError(
         f"{problem}. τ²-bench's data comes from {SOURCE} at commit {COMMIT[:12]}: let agent_env download it (it "
         f"needs network access to raw.githubusercontent.com, or a mirror in ${URL_ENV}), or download the data "
-        f"yourself and name its folder with data_dir= or ${DATA_ENV} (laid out as tau2-bench's data/tau2/domains)"
+        f"yourself and name its folder with data_dir= or ${DATA_ENV} ({LAYOUT})"
     )
 
 
@@ -329,7 +354,7 @@ def _unwritable(path: Path, problem: str, error: OSError) -> Tau2DataError:
         f"{problem} ({type(error).__name__}: {error.strerror or error}), so τ²-bench's {path.name} cannot be "
         f"cached there. Point ${CACHE_ENV} at a folder you can write (agent_env then downloads the data at commit "
         f"{COMMIT[:12]} from {SOURCE}, which needs network access), or download the data yourself and name its "
-        f"folder with data_dir= or ${DATA_ENV} (laid out as tau2-bench's data/tau2/domains), which is read in place"
+        f"folder with data_dir= or ${DATA_ENV} ({LAYOUT}), which is read in place"
     )
 
 

@@ -3,31 +3,47 @@ and the reward as tau2-bench's evaluator computes it.
 
 A domain (`airline.py`, `retail.py`, `mock.py`) subclasses `Tau2Environment`, names its data and database model,
 and writes its tools as `@tool` methods that read `self.db` and change it only through `Table.edit` and
-`Table.insert`. Everything else is here: the rows, the episode's start from the task's initial state, the record
-of calls and of the conversation, the limits, and the reward (`scoring.py`).
+`Table.insert`. Everything else is here, the one place a domain plugs into: the rows and the official prompts
+(`prompts`), the episode's start from the task's initial state, each tool call run as one transaction (a call that
+fails changes nothing), the record of calls and of the conversation, the steps and limits counted as tau2-bench's
+orchestrator counts them, and the reward (`scoring.py`).
+
+How an episode runs follows tau2-bench's half-duplex `Orchestrator` (src/tau2/orchestrator/orchestrator.py at the
+pinned commit): every message is one step (the user's, the agent's, and the environment's answer to all the calls of
+one message: `step`, lines 835-895); the limits are checked after each step that does not wait for the environment
+(`_check_termination`, lines 734-750: `max_steps` first, then `max_errors`, each overriding an ending the step
+already had); a failed call is one error (`_execute_tool_calls`, lines 313-329); the user's ending markers end it as
+the user stopping (lines 841-843). A transfer (`transfer_to_human_agents`) only answers: the agent may go on, and the
+user, once told, writes its transfer marker. Under `agent-env eval` the environment learns where each of the
+agent's replies begins and how many calls it holds (`agent_env.users.ASIDE`), so a reply's calls are one message;
+under TRL, which never says, each call is a message of its own.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from agent_env.environment import Environment
 from agent_env.envs.tau2.judge import Judge, JudgeSetting, judge_from
+from agent_env.envs.tau2.prompts import Prompts, load_prompts
 from agent_env.envs.tau2.scoring import score
 from agent_env.envs.tau2.store import Store
 from agent_env.envs.tau2.tasks import Domain, EnvCall, HistoryMessage, Task, load_domain
 from agent_env.envs.tau2.trajectory import SCORED, Call, Termination
-from agent_env.errors import ToolError, UserEndpointError
+from agent_env.errors import DatasetRowsError, ToolError, UserEndpointError
 from agent_env.tools import END_TURN, Tool, ToolSet
 from agent_env.users import (
     ASIDE,
     USER_CHANNEL,
     ChatMessage,
+    Scenario,
     ScriptedUser,
     User,
     UserChat,
@@ -35,19 +51,14 @@ from agent_env.users import (
     user_from,
 )
 
-SYSTEM_PROMPT = """<instructions>
-You are a customer service agent. Help the user as the policy below allows, and never beyond it.
-Each turn, do one of two things: send the user a message, or make tool calls; never both in one turn.
-Follow the policy in everything you do, and send valid JSON in every tool call.
-</instructions>
-<policy>
-{policy}
-</policy>"""
-"""The agent's system prompt, around the domain's policy, as tau2-bench's runs frame it."""
-
 DEFAULT_MAX_STEPS = 200
 DEFAULT_MAX_ERRORS = 10
 TRANSFER_TOOL = "transfer_to_human_agents"
+REWARDS = ("official", "checks")
+RewardSetting = Literal["official", "checks"]
+"""What an episode's `reward()` returns: τ²-bench's reward (`official`, the default), or the fraction of τ²-bench's
+checks met (`checks`: partial credit for training, not the benchmark's metric; see `scoring`)."""
+T = TypeVar("T")
 
 
 class UserSide:
@@ -68,16 +79,20 @@ class Tau2Environment(UserChat, Environment):
     """One τ²-bench domain, one task per episode, with a simulated user on the other side.
 
     Args:
-        data_dir: A folder holding the domain's files (`<domain>/<file>`, as tau2-bench's data/tau2/domains);
-            default `$AGENT_ENV_TAU2_DATA`, else downloaded at the pinned commit into the cache (see `data`).
+        data_dir: A folder holding the domain's files (`<domain>/<file>`, as tau2-bench's data/tau2/domains) and
+            the prompts' (`agent/llm_agent.py`, `user_simulator/<file>` beside them); default `$AGENT_ENV_TAU2_DATA`,
+            else downloaded at the pinned commit into the cache (see `data`).
         user: Who plays the customer: an `agent_env.users.User`, "scripted" (the default: no model), or an
             `LLMUser`'s settings as a mapping (`{"base_url": ..., "model": ..., "api_key_env": ...}`).
         judge: The endpoint that judges natural-language assertions, as a mapping of its settings or a `Judge`;
             None (the default) judges none: a reward that needs them leaves them out and says so, and one with no
             other part to measure is not scored.
-        max_steps: The most steps (each call and its answer, each message and its reply) before the episode ends
-            unscored (0), as tau2-bench's `max_steps`.
+        max_steps: The most steps (each message: the user's, the agent's, the environment's answer to one message's
+            calls) before the episode ends unscored (0), as tau2-bench's `max_steps`.
         max_errors: The most calls that fail before the episode ends unscored (0), as tau2-bench's `max_errors`.
+        reward: What `reward()` returns: "official" (τ²-bench's reward, the default) or "checks" (the fraction of
+            τ²-bench's checks met, for training: not the benchmark's metric). The breakdown gives both, and
+            `agent-env eval` always reports the official one.
     """
 
     domain: ClassVar[str]
@@ -85,6 +100,14 @@ class Tau2Environment(UserChat, Environment):
     store: ClassVar[type[Store]] = Store
     user_side: ClassVar[type[UserSide] | None] = None
     user_base_model: ClassVar[type[BaseModel] | None] = None
+    _undo_failures: ClassVar[bool] = True
+    """Whether what a failed call changed is undone: always, but where bench/tau2_upstream.py holds the tools' own
+    behaviour to tau2-bench's, which keeps it."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if _run_in_transactions(cls):
+            cls.tools = ToolSet.collect(cls)
 
     def __init__(
         self,
@@ -93,13 +116,21 @@ class Tau2Environment(UserChat, Environment):
         judge: JudgeSetting = None,
         max_steps: int = DEFAULT_MAX_STEPS,
         max_errors: int = DEFAULT_MAX_ERRORS,
+        reward: RewardSetting = "official",
     ) -> None:
         if max_steps < 1 or max_errors < 1:
             raise ValueError(f"max_steps and max_errors must be at least 1; got {max_steps} and {max_errors}")
+        if reward not in REWARDS:
+            raise ValueError(
+                f"reward={reward!r} names no reward: 'official' (τ²-bench's, the default) or 'checks' (the fraction "
+                "of τ²-bench's checks met, for training)"
+            )
         self.data: Domain = load_domain(self.domain, self.base_model, self.user_base_model, data_dir)
+        self.prompts: Prompts = load_prompts(data_dir)
         self.user: User = user_from(user)
         self.judge: Judge | None = judge_from(judge)
         self.max_steps, self.max_errors = max_steps, max_errors
+        self.reward_setting: RewardSetting = reward
         self.task: Task | None = None
         self.db = self.store(self.data.base)
         self.user_db: Store | None = None
@@ -108,6 +139,10 @@ class Tau2Environment(UserChat, Environment):
         self.steps = self.errors = 0
         self.termination: Termination | None = None
         self._breakdown: dict[str, Any] | None = None
+        self._reply: int | None = None  # how many calls of the reply eval announced are still to come
+        self._asked_user = False  # message_user's call counted the agent's message and asked the user
+        self._unanswered: str | None = None  # why the episode ended before the user could answer
+        self._user_calls = 0  # the user's own calls while it answers
 
     # Rows and the start of an episode.
 
@@ -119,17 +154,23 @@ class Tau2Environment(UserChat, Environment):
         when the episode starts: the row's user turn is empty, `reset` asks the user and returns its opening, and
         TRL (like `agent-env eval`) puts it in that turn, so each episode gets its own."""
         fixed = isinstance(self.user, ScriptedUser)
+        system = self.system_prompt()
         return [
             {
-                "prompt": self.prompt(task, self.user.opening(task.scenario()) if fixed else ""),
+                "prompt": self.prompt(task, self.user.opening(task.scenario()) if fixed else "", system),
                 "task_id": task.id,
             }
             for task in self.data.split(split)
         ]
 
-    def prompt(self, task: Task, opening: str) -> list[dict[str, Any]]:
+    def system_prompt(self) -> str:
+        """What the agent is told: τ²-bench's own instruction around the domain's policy, as its `LLMAgent` frames
+        them (`prompts`)."""
+        return self.prompts.agent(self.data.policy)
+
+    def prompt(self, task: Task, opening: str, system_prompt: str | None = None) -> list[dict[str, Any]]:
         """The messages an episode of `task` starts from, its user's opening last."""
-        system = {"role": "system", "content": SYSTEM_PROMPT.format(policy=self.data.policy)}
+        system = {"role": "system", "content": system_prompt or self.system_prompt()}
         history = [_chat_message(message) for message in task.history() if message.role != "system"]
         return [system, *history, {"role": "user", "content": opening}]
 
@@ -141,6 +182,7 @@ class Tau2Environment(UserChat, Environment):
         Raises:
             ValueError: No `task_id`.
             LookupError: No task has that id.
+            DatasetRowsError: The row's user turn is the scripted user's opening, but a model plays the user here.
         """
         if task_id is None:
             raise ValueError(
@@ -148,14 +190,41 @@ class Tau2Environment(UserChat, Environment):
                 f"{next(iter(self.data.tasks))!r}); env.dataset(split) gives rows that carry it"
             )
         task = self.data.task(task_id)
+        given = _last_user_text(prompt)
+        scripted = task.scenario().script
+        if (
+            given is not None
+            and not isinstance(self.user, ScriptedUser)
+            and scripted
+            and given == scripted[0]
+        ):
+            raise DatasetRowsError(
+                f"the row of task {task.id} opens with the scripted user's words (its rows were built with the "
+                f"scripted user), but {type(self.user).__name__} plays the user here, and would answer a "
+                "conversation it never opened. Build the rows with this environment (env.dataset(split), or "
+                "agent-env eval --split, with the same user=...), whose user turn is left empty for the user's own "
+                "opening, or leave the rows' last user turn empty"
+            )
         self.task, self.termination, self._breakdown = task, None, None
-        self.steps, self.errors = 1, 0
+        self.steps, self.errors = 1, 0  # the first step: the user's opening
+        self._reply, self._asked_user, self._unanswered, self._user_calls = None, False, None, 0
         self.calls = self.initial_state(task)
         self.transcript = _transcript_history(task.history())
-        given = _last_user_text(prompt)
-        opening = self.start_chat(task.scenario(), given, _chat_history(task.history()))
+        opening = self.start_chat(self.scenario(task), given, _chat_history(task.history()))
         self.transcript.append(("user", opening))
         return None if given is not None else opening
+
+    def scenario(self, task: Task) -> Scenario:
+        """What the user is told and says: the task's scenario, with the system prompt τ²-bench's user simulator is
+        told (`prompts`: its guidelines, for a user with tools when this domain's user has any, around the task's
+        scenario as upstream writes it)."""
+        key = (id(self.prompts), self.data.name, task.id)
+        found = _scenarios.get(key)
+        if found is None:
+            found = _scenarios[key] = replace(
+                task.scenario(), prompt=self.prompts.user(task.user_scenario, self.user_side is not None)
+            )
+        return found
 
     def initial_state(self, task: Task) -> list[Call]:
         """Set fresh databases for `task` (`db`, `user_db`, which the tools act on) as tau2-bench sets its state:
@@ -180,16 +249,50 @@ class Tau2Environment(UserChat, Environment):
                 calls.append(self.replay(call.name, call.arguments, side))
         return calls
 
+    # Each call, one transaction.
+
+    def transaction(self, run: Callable[[], T]) -> T:
+        """Run `run` as one transaction of the episode's databases: when it raises, everything it changed is undone
+        (a failed call changes nothing, whatever it did before it failed), and a value a domain model refuses
+        (pydantic's `ValidationError`) or a number the domain cannot compute with (`ArithmeticError`) is the
+        model's error, a `ToolError` in tau2-bench's words (its environment gives the agent `Error: ` and the
+        exception's text), never a failure of the tool. Every tool of a domain runs this way."""
+        stores = [self.db] if self.user_db is None else [self.db, self.user_db]
+        for store in stores:
+            store.savepoint()
+        try:
+            result = run()
+        except (ValidationError, ArithmeticError) as error:
+            self._close(stores, undo=self._undo_failures)
+            raise ToolError(str(error) or type(error).__name__) from None
+        except BaseException:
+            self._close(stores, undo=self._undo_failures)
+            raise
+        self._close(stores, undo=False)
+        return result
+
+    @staticmethod
+    def _close(stores: list[Store], *, undo: bool) -> None:
+        for store in stores:
+            if undo:
+                store.undo()
+            else:
+                store.release()
+
     # What tasks call directly: their actions, replays, helpers and assertions.
 
     def replay(self, name: str, arguments: Mapping[str, Any], side: Literal["assistant", "user"]) -> Call:
-        """Run a call as the live episode would (validated, then run), on the agent's side or the user's; its
-        failure is recorded, not raised, as tau2-bench replays a call that fails."""
+        """Run a call as the live episode would (validated, then run, as one transaction), on the agent's side or
+        the user's; its failure is recorded, not raised, as tau2-bench replays a call that fails."""
         tool = self._tool(name, side)
         if tool is None:
             return Call(name, dict(arguments), side, f"Error: Tool '{name}' not found.", True)
+        owner = self._owner(side)
         try:
-            text = tool_text(tool.function(self._owner(side), **tool.bind(arguments)))
+            if side == "user":
+                text = tool_text(self.transaction(lambda: tool.function(owner, **tool.bind(arguments))))
+            else:  # the agent's tools run in a transaction of their own
+                text = tool_text(tool.function(owner, **tool.bind(arguments)))
         except Exception as error:
             return Call(name, dict(arguments), side, f"Error: {error}", True)
         return Call(name, dict(arguments), side, text, False)
@@ -226,54 +329,116 @@ class Tau2Environment(UserChat, Environment):
         """Run a call of the user's own, kept in the record and counted (a failure too) as the agent's are."""
         call = self.replay(name, arguments if isinstance(arguments, Mapping) else {}, "user")
         self.calls.append(call)
-        self.steps += 2
+        self._user_calls += 1
         self.errors += call.error
         return call.result
 
-    # The episode's record, its limits and its end.
+    # The episode's record, its steps and limits, and its end.
+
+    def before_user_reply(self) -> str | None:
+        """The agent's message to the user is one step, after which tau2-bench checks its limits before the user
+        answers: the episode may end there, the user never asked."""
+        self._asked_user = True
+        self._unanswered = self._close_reply()
+        if self._unanswered is None:
+            self.steps += 1
+            self._unanswered = self._check()
+        return self._unanswered
 
     def after_call(
         self, name: str, arguments: Any, result: str | None, error: Exception | None
     ) -> str | None:
-        """Keep the call in the episode's record; end the episode when the user has ended the conversation, the
-        agent transferred the user, or a limit was reached. An aside (`ASIDE`: the text of a reply that also
-        called tools) is the agent's words in the record, not a step or a call of its own, as upstream counts it."""
+        """Keep the call in the episode's record and count its steps and errors as tau2-bench's orchestrator does;
+        end the episode when the user has ended the conversation or a limit is reached (see the module's docstring).
+
+        A reply eval announced (`ASIDE`: its text, the agent's words in the record, and how many calls follow) is one
+        message: its calls count one step with their answers, and the limits are checked once they have all been
+        heard. Any other call is a message of its own (TRL's), checked at once."""
         if name == ASIDE:
-            if error is None and isinstance(arguments, Mapping):
-                self.transcript.append(("assistant", str(arguments.get("text", ""))))
-            return None
-        self.steps += 2
+            return self._announced(arguments) if error is None else None
+        if name == USER_CHANNEL and self._asked_user:
+            return self._user_answered(arguments, error)
+        if name == END_TURN:
+            ended = self._close_reply()
+            if self.termination is None:
+                self.termination = "agent_stop"
+            return ended
         text = result if result is not None else f"Error: {error}"
         if error is not None:
             self.errors += 1
-        if name == USER_CHANNEL and self.chat is not None and error is None:
-            said, answer = self.chat.messages[-2:]
-            self.transcript += [("assistant", said.text), ("user", answer.text)]
-        elif name != END_TURN:
-            self.calls.append(Call(name, arguments, "assistant", text, error is not None))
-            self.transcript += [("assistant", f"[calls {name}({_compact(arguments)})]"), ("tool", text)]
-        ended = super().after_call(name, arguments, result, error)
+        self.calls.append(Call(name, arguments, "assistant", text, error is not None))
+        self.transcript += [("assistant", f"[calls {name}({_compact(arguments)})]"), ("tool", text)]
+        if name == TRANSFER_TOOL and error is None and self.chat is not None:
+            self.chat.transferred = True  # the user, told by the agent's next message, writes its marker
+        if self._reply is not None:
+            self._reply -= 1
+            return self._close_reply() if self._reply <= 0 else None
+        self.steps += 2  # a message of its own, and the environment's answer
+        return self._check()
+
+    def _announced(self, arguments: Any) -> str | None:
+        """A reply with calls begins (eval's announcement): its text is the agent's words; the message is one step,
+        its refused calls are errors, and the reply closes once its calls have been heard."""
+        ended = self._close_reply()
         if ended is not None:
-            self.termination = "user_error" if self.chat is not None and self.chat.failure else "user_stop"
             return ended
-        if name == TRANSFER_TOOL and error is None:
-            self.termination = "agent_stop"
-            return "the agent transferred the user to a human agent"
-        if self.errors >= self.max_errors:
-            self.termination = "too_many_errors"
-            return f"{self.errors} calls failed, the most an episode allows (max_errors={self.max_errors})"
+        text, calls, refused = _announcement(arguments)
+        if text:
+            self.transcript.append(("assistant", text))
+        self.steps += 1
+        self.errors += refused
+        self._reply = calls
+        return self._close_reply() if calls == 0 else None
+
+    def _close_reply(self) -> str | None:
+        """The environment's answer to an announced reply's calls: one step, then the limits."""
+        if self._reply is None:
+            return None
+        self._reply = None
+        self.steps += 1
+        return self._check()
+
+    def _user_answered(self, arguments: Any, error: Exception | None) -> str | None:
+        """The user's reply to the agent's message: a step per message it wrote (its own tool calls, each message of
+        them with their answers, then its words), then its ending and the limits."""
+        self._asked_user = False
+        user_calls, self._user_calls = self._user_calls, 0
+        chat = self.chat
+        if self._unanswered is not None:  # the episode ended before the user could answer
+            if chat is not None:
+                self.transcript.append(("assistant", chat.messages[-1].text))
+            return self._unanswered
+        if chat is not None and chat.failure:
+            self.termination = "user_error"
+            return chat.failure
+        if error is not None or chat is None:
+            return None
+        said, answer = chat.messages[-2:]
+        rounds = sum(1 for message in answer.tool_messages if message.get("tool_calls")) or user_calls
+        self.steps += 2 * rounds + 1
+        self.transcript += [("assistant", said.text), ("user", answer.text)]
+        if chat.ended is not None:
+            self.termination = "user_stop"
+        limit = self._check()
+        return limit or chat.ended
+
+    def _check(self) -> str | None:
+        """tau2-bench's limits, checked as its orchestrator checks them after a step (steps first, then errors, each
+        overriding the ending the step had); why the episode ended, or None."""
+        said = None
         if self.steps >= self.max_steps:
             self.termination = "max_steps"
-            return f"the episode took {self.steps} steps, the most it allows (max_steps={self.max_steps})"
-        if name == END_TURN:
-            self.termination = "agent_stop"
-        return None
+            said = f"the episode took {self.steps} steps, the most it allows (max_steps={self.max_steps})"
+        if self.errors >= self.max_errors:
+            self.termination = "too_many_errors"
+            said = f"{self.errors} calls failed, the most an episode allows (max_errors={self.max_errors})"
+        return said
 
     # The reward.
 
     def reward(self) -> float:
-        """The episode's reward, as tau2-bench's evaluator computes it for the task's reward basis (see
-        `reward_breakdown` for each part and why).
+        """The episode's reward: τ²-bench's, as its evaluator computes it for the task's reward basis, or with
+        `reward="checks"` the fraction of its checks met (see `reward_breakdown` for each part, each check and why).
 
         Raises:
             UserEndpointError: The user's endpoint failed: the episode cannot be scored.
@@ -286,12 +451,65 @@ class Tau2Environment(UserChat, Environment):
             self.chat is not None and self.chat.failure
         ):  # the session refuses this already; said for direct callers
             raise UserEndpointError(self.chat.failure)
-        self._breakdown = score(self, self.termination or "agent_stop")
-        reward: float = self._breakdown["reward"]
+        self._close_reply()
+        found = score(self, self.termination or "agent_stop")
+        official = found["reward"]
+        found["official_reward"] = official
+        if self.reward_setting == "checks":
+            found["reward"] = found["checks_reward"]
+            found["reward_note"] = (
+                "the environment's reward is the fraction of τ²-bench's checks met (reward='checks'), for "
+                "training: not the benchmark's metric, which is official_reward"
+            )
+        found["prompts_note"] = self.prompts.note(
+            None if isinstance(self.user, ScriptedUser) else self.user_side is not None
+        )
+        self._breakdown = found
+        reward: float = found["reward"]
         return reward
 
     def reward_breakdown(self) -> dict[str, Any] | None:
         return self._breakdown
+
+
+_scenarios: dict[tuple[int, str, str], Scenario] = {}
+"""Each task's scenario with its user's system prompt, made once per process."""
+
+
+def _announcement(arguments: Any) -> tuple[str, int, int]:
+    """An announced reply's text, how many calls follow, and how many were refused before reaching the environment."""
+    found = arguments if isinstance(arguments, Mapping) else {}
+    text, calls, refused = found.get("text", ""), found.get("calls", 0), found.get("refused", 0)
+    return (
+        text if isinstance(text, str) else "",
+        calls if isinstance(calls, int) else 0,
+        refused if isinstance(refused, int) else 0,
+    )
+
+
+def _run_in_transactions(cls: type[Tau2Environment]) -> bool:
+    """Wrap each tool method `cls` defines itself so that it runs as one transaction (`Tau2Environment.transaction`);
+    whether any was wrapped (the class's tools are then collected again, from the wrapped methods)."""
+    wrapped = False
+    for tool in list(cls.tools.values()):
+        function = tool.function
+        name = function.__name__
+        if vars(cls).get(name) is not function or getattr(function, "__tau2_transaction__", False):
+            continue
+        if name in (USER_CHANNEL, END_TURN):
+            continue
+        setattr(cls, name, _transactional(function))
+        wrapped = True
+    return wrapped
+
+
+def _transactional(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def run(self: Tau2Environment, *args: Any, **kwargs: Any) -> Any:
+        return self.transaction(lambda: function(self, *args, **kwargs))
+
+    run.__tau2_transaction__ = True  # type: ignore[attr-defined]
+    return run
 
 
 def tool_text(value: Any) -> str:
@@ -371,4 +589,4 @@ def _compact(arguments: Any) -> str:
     return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-__all__ = ["SCORED", "SYSTEM_PROMPT", "Call", "Tau2Environment", "ToolError", "UserSide", "tool_text"]
+__all__ = ["SCORED", "Call", "Tau2Environment", "ToolError", "UserSide", "tool_text"]

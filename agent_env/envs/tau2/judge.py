@@ -92,7 +92,7 @@ class Judge:
             if self._model is None:
                 self._model, _ = await self._client.check()
             reply = await self._client.complete(self._model, messages, [], self.sampling.fields(0), faults)
-            return verdicts(reply.content, assertions)
+            return verdicts(self._client.scrub(reply.content), assertions)  # its key, echoed, is cut
         except RequestFailedError as error:
             faults[error.fault] += 1
             raise self._failure(str(error), faults) from None

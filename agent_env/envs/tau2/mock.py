@@ -145,7 +145,7 @@ class Tau2Mock(Tau2Environment):
 
     @tool
     def transfer_to_human_agents(self, summary: str) -> str:
-        """Hand the user over to a human agent, with a summary of their issue. Do this only when the user asks for a human agent, or when the policy and your tools cannot resolve their issue; it ends the conversation.
+        """Hand the user over to a human agent, with a summary of their issue. Do this only when the user asks for a human agent, or when the policy and your tools cannot resolve their issue; then tell the user.
 
         Args:
             summary: The user's issue, summed up for the human agent.

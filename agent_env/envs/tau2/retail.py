@@ -408,7 +408,7 @@ class Tau2Retail(Tau2Environment):
 
     @tool
     def transfer_to_human_agents(self, summary: str) -> str:
-        """Hand the customer over to a human agent, with a summary of their issue. Do this only when the customer asks for a human agent, or when the policy and your tools cannot resolve their issue; it ends the conversation.
+        """Hand the customer over to a human agent, with a summary of their issue. Do this only when the customer asks for a human agent, or when the policy and your tools cannot resolve their issue; then tell the customer (the policy says how).
 
         Args:
             summary: The customer's issue, summed up for the human agent.

@@ -14,10 +14,18 @@ scored, with why, and their product.
   over no part would be 1 whatever the agent did.
 
 An episode that ended any other way than the agent or the user stopping scores 0, as upstream.
+
+Every check behind the parts is listed too (`checks`), met or unmet, as tau2-bench's evaluator computes them in its
+`ALL` evaluation (src/tau2/evaluator/evaluator.py, lines 193-288): the DB match, each env assertion, each reference
+action, each string to communicate, for every task whatever its reward basis; and each NL assertion when the basis
+has them and a judge judged them. `checks_reward` is the fraction met of the checks whose part is in the task's
+reward basis: 1 exactly when the official reward is 1, and partial credit below it (a training reward, `reward=
+"checks"`; not the benchmark's metric).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import Counter
@@ -64,9 +72,9 @@ _gold_lock = threading.Lock()
 
 def score(env: Episode, termination: Termination) -> dict[str, Any]:
     """The reward of `env`'s episode and its breakdown (JSON values): `reward`, `basis`, `parts` (each with its
-    `reward` and `why`), `ended`, `scored`, `official`, `faults` (the failed attempts of the user's and the judge's
-    endpoints, retried ones included, as `user_...` and `judge_...` kinds), and `note` where something is left
-    out.
+    `reward` and `why`), `checks` (each `{"part", "check", "met", "basis"}`), `checks_reward`, `ended` and
+    `termination`, `scored`, `official`, `faults` (the failed attempts of the user's and the judge's endpoints,
+    retried ones included, as `user_...` and `judge_...` kinds), and `note` where something is left out.
 
     Raises:
         JudgeEndpointError: The judge failed, or the task's reward has nothing but assertions to judge and no judge
@@ -77,6 +85,7 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
     breakdown: dict[str, Any] = {
         "task": task.id,
         "ended": ENDINGS[termination],
+        "termination": termination,
         "scored": termination in SCORED,
         "user": env.user.describe(),
         "faults": env.chat.reported_faults() if env.chat is not None else {},
@@ -88,39 +97,45 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
         )
     criteria = task.evaluation_criteria
     if termination not in SCORED:
-        return {**breakdown, "reward": 0.0, "basis": [], "parts": {}, "official": True,
+        return {**breakdown, "reward": 0.0, "basis": [], "parts": {}, "official": True, "checks": [],
+                "checks_reward": 0.0,
                 "note": f"{ENDINGS[termination]}: tau2-bench scores an episode that did not end by the agent or "
                 "the user stopping 0"}  # fmt: skip
     if criteria is None:
-        return {**breakdown, "reward": 1.0, "basis": [], "parts": {}, "official": True,
-                "note": "the task has no evaluation criteria"}  # fmt: skip
-    parts: dict[str, dict[str, Any]] = {}
+        return {**breakdown, "reward": 1.0, "basis": [], "parts": {}, "official": True, "checks": [],
+                "checks_reward": 1.0, "note": "the task has no evaluation criteria"}  # fmt: skip
+    basis = set(criteria.reward_basis)
+    found: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
+        "DB": _db(env, task),
+        "ENV_ASSERTION": _assertions(env, task),
+        "ACTION": _actions(env, task),
+        "COMMUNICATE": _communicate(env, task),
+    }
     left_out: list[str] = []
     judged: Counter[str] = Counter()
-    for part in dict.fromkeys(criteria.reward_basis):
-        if part == "DB":
-            parts[part] = _db(env, task)
-        elif part == "ENV_ASSERTION":
-            parts[part] = _assertions(env, task)
-        elif part == "COMMUNICATE":
-            parts[part] = _communicate(env, task)
-        elif part == "ACTION":
-            parts[part] = _actions(env, task)
-        elif part == "NL_ASSERTION":
-            if env.judge is None and criteria.nl_assertions:
-                left_out.append(part)
-            else:
-                parts[part] = _nl_assertions(env, task, judged)
+    if "NL_ASSERTION" in basis:
+        if env.judge is None and criteria.nl_assertions:
+            left_out.append("NL_ASSERTION")
+        else:
+            found["NL_ASSERTION"] = _nl_assertions(env, task, judged)
+    parts = {part: found[part][0] for part in dict.fromkeys(criteria.reward_basis) if part in found}
     if left_out and not parts:
         raise JudgeEndpointError(
             f"the task's reward is {' x '.join(criteria.reward_basis)}, and {', '.join(left_out)} needs a judge, "
             "but none was given: with no part left to measure, the episode has no reward; give a judge with "
             "judge={'base_url': ..., 'model': ...} (on the command line --judge-base-url and --judge-model)"
         )
+    checks = [{**check, "basis": part in basis} for part, (_, listed) in found.items() for check in listed]
+    counted = [check["met"] for check in checks if check["basis"]]
     breakdown["faults"].update(judge_faults(judged))
     reward = math.prod(item["reward"] for item in parts.values())
     breakdown.update(
-        reward=float(reward), basis=list(criteria.reward_basis), parts=parts, official=not left_out
+        reward=float(reward),
+        basis=list(criteria.reward_basis),
+        parts=parts,
+        official=not left_out,
+        checks=checks,
+        checks_reward=sum(counted) / len(counted) if counted else 1.0,
     )
     if left_out:
         kept = " x ".join(parts) or "nothing"
@@ -130,6 +145,10 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
             "with judge={'base_url': ..., 'model': ...} (on the command line --judge-base-url and --judge-model)"
         )
     return breakdown
+
+
+Part = tuple[dict[str, Any], list[dict[str, Any]]]
+"""A part of the reward (its `reward` and `why`), and the checks behind it (each its `part`, `check` and `met`)."""
 
 
 def gold(env: Episode, task: Task) -> tuple[Store, Store | None]:
@@ -149,85 +168,107 @@ def gold(env: Episode, task: Task) -> tuple[Store, Store | None]:
         return found
 
 
-def _db(env: Episode, task: Task) -> dict[str, Any]:
+def _check(part: str, check: str, met: bool) -> dict[str, Any]:
+    return {"part": part, "check": check, "met": met}
+
+
+DB_CHECK = "the database equals the one the reference actions leave"
+
+
+def _db(env: Episode, task: Task) -> Part:
     criteria = task.evaluation_criteria
     if criteria is not None and criteria.actions is None and criteria.env_assertions is None:
-        return {"reward": 1.0, "why": "the task has no reference actions to compare the database with"}
+        why = "the task has no reference actions to compare the database with"
+        return {"reward": 1.0, "why": why}, [_check("DB", DB_CHECK, True)]
     target, user_target = gold(env, task)
     same = env.db.same_as(target) and (
         user_target is None or (env.user_db is not None and env.user_db.same_as(user_target))
     )
     if same:
-        return {"reward": 1.0, "why": "the database equals the one the reference actions leave"}
+        return {"reward": 1.0, "why": DB_CHECK}, [_check("DB", DB_CHECK, True)]
     return {
         "reward": 0.0,
         "why": "the database differs from the one the reference actions leave",
         "changed": {name: sorted(keys) for name, keys in env.db.changed().items()},
         "expected_changed": {name: sorted(keys) for name, keys in target.changed().items()},
-    }
+    }, [_check("DB", DB_CHECK, False)]
 
 
-def _assertions(env: Episode, task: Task) -> dict[str, Any]:
+def _assertions(env: Episode, task: Task) -> Part:
     criteria = task.evaluation_criteria
     assertions = criteria.env_assertions if criteria else None
     if not assertions:
-        return {"reward": 1.0, "why": "the task has no assertions"}
-    failed = []
+        return {"reward": 1.0, "why": "the task has no assertions"}, []
+    failed, checks = [], []
     for assertion in assertions:
+        said = (
+            assertion.message or f"{assertion.func_name}({assertion.arguments}) is {assertion.assert_value}"
+        )
         try:
             held = env.env_call(assertion) == assertion.assert_value
         except Exception as error:
             held = False
             failed.append(f"{assertion.func_name}({assertion.arguments}) raised {error}")
-            continue
-        if not held:
-            failed.append(
-                assertion.message
-                or f"{assertion.func_name}({assertion.arguments}) is not {assertion.assert_value}"
-            )
-    return {"reward": 0.0 if failed else 1.0, "why": "; ".join(failed) or "every assertion holds"}
+        else:
+            if not held:
+                failed.append(
+                    assertion.message
+                    or f"{assertion.func_name}({assertion.arguments}) is not {assertion.assert_value}"
+                )
+        checks.append(_check("ENV_ASSERTION", said, held))
+    return {"reward": 0.0 if failed else 1.0, "why": "; ".join(failed) or "every assertion holds"}, checks
 
 
-def _communicate(env: Episode, task: Task) -> dict[str, Any]:
+def _communicate(env: Episode, task: Task) -> Part:
     criteria = task.evaluation_criteria
     wanted = criteria.communicate_info if criteria else None
     if not wanted:
-        return {"reward": 1.0, "why": "the task has nothing the agent must say"}
+        return {"reward": 1.0, "why": "the task has nothing the agent must say"}, []
     said = [
         text.lower().replace(",", "") for text in (env.chat.agent_words() if env.chat is not None else [])
     ]
-    missing = [info for info in wanted if not any(info.lower() in text for text in said)]
+    met = {info: any(info.lower() in text for text in said) for info in wanted}
+    checks = [_check("COMMUNICATE", info, found) for info, found in met.items()]
+    missing = [info for info in wanted if not met[info]]
     if missing:
-        return {"reward": 0.0, "why": f"never said to the user: {missing}"}
-    return {"reward": 1.0, "why": f"said to the user: {wanted}"}
+        return {"reward": 0.0, "why": f"never said to the user: {missing}"}, checks
+    return {"reward": 1.0, "why": f"said to the user: {wanted}"}, checks
 
 
-def _actions(env: Episode, task: Task) -> dict[str, Any]:
+def _actions(env: Episode, task: Task) -> Part:
     criteria = task.evaluation_criteria
     actions = criteria.actions if criteria else None
     if not actions:
-        return {"reward": 1.0, "why": "the task has no actions to match"}
+        return {"reward": 1.0, "why": "the task has no actions to match"}, []
+    met = [any(action.matches(call.name, call.arguments) for call in env.calls) for action in actions]
+    checks = [
+        _check("ACTION", f"{action.name}({_arguments(action.arguments)})", found)
+        for action, found in zip(actions, met, strict=True)
+    ]
     unmatched = [
-        action.action_id or action.name
-        for action in actions
-        if not any(action.matches(call.name, call.arguments) for call in env.calls)
+        action.action_id or action.name for action, found in zip(actions, met, strict=True) if not found
     ]
     if unmatched:
-        return {"reward": 0.0, "why": f"no call matches the reference action(s) {unmatched}"}
-    return {"reward": 1.0, "why": "every reference action was called"}
+        return {"reward": 0.0, "why": f"no call matches the reference action(s) {unmatched}"}, checks
+    return {"reward": 1.0, "why": "every reference action was called"}, checks
 
 
-def _nl_assertions(env: Episode, task: Task, faults: Counter[str]) -> dict[str, Any]:
+def _arguments(arguments: Mapping[str, Any]) -> str:
+    return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in arguments.items())
+
+
+def _nl_assertions(env: Episode, task: Task, faults: Counter[str]) -> Part:
     criteria = task.evaluation_criteria
     assertions = criteria.nl_assertions if criteria else None
     if not assertions:
-        return {"reward": 1.0, "why": "the task has no assertions to judge"}
+        return {"reward": 1.0, "why": "the task has no assertions to judge"}, []
     assert env.judge is not None
     transcript = "\n".join(f"{role}: {text}" for role, text in env.transcript)
     verdicts = env.judge.judge(transcript, assertions, faults)
     unmet = [verdict.assertion for verdict in verdicts if not verdict.met]
+    checks = [_check("NL_ASSERTION", verdict.assertion, verdict.met) for verdict in verdicts]
     return {
         "reward": 0.0 if unmet else 1.0,
         "why": f"not met: {unmet}" if unmet else "every assertion met",
         "verdicts": [{"assertion": v.assertion, "met": v.met, "reasoning": v.reasoning} for v in verdicts],
-    }
+    }, checks

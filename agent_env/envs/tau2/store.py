@@ -7,6 +7,12 @@ entity only when it first changes it (`Table.edit`), so starting an episode cost
 what it changed. Two episodes' stores
 over the same base are compared through what either changed, as tau2-bench compares whole databases: by each
 entity's JSON with sorted keys, so an `int` and a `float` of the same value differ, as they do in its hash.
+
+A store keeps a journal while a savepoint is open (`Store.savepoint`): each entity a change first touches is noted
+with what it was, so `Store.undo` puts every table back exactly as it was at the savepoint. That is how a tool call
+that fails changes nothing, whatever it had changed before it failed: one mechanism for every tool of every domain
+(`Tau2Environment` opens a savepoint around each call). It costs a note per entity a call first changes, and a copy
+only of an entity the episode had already changed (a base entity's first copy is what `edit` makes anyway).
 """
 
 from __future__ import annotations
@@ -30,10 +36,11 @@ class Table(Generic[M]):
     Iteration follows the base's order, then the keys this episode added, as a dict's would.
     """
 
-    def __init__(self, base: Mapping[str, M], model: type[M]) -> None:
+    def __init__(self, base: Mapping[str, M], model: type[M], journal: Journal | None = None) -> None:
         self._base = base
         self._own: dict[str, M] = {}
         self.model = model
+        self._journal = journal if journal is not None else Journal()
 
     def __getitem__(self, key: str) -> M:
         found = self._own.get(key)
@@ -71,12 +78,16 @@ class Table(Generic[M]):
             KeyError: No entity has that key.
         """
         own = self._own.get(key)
+        if self._journal.levels:
+            self._journal.note(self, key, own)
         if own is None:
             own = self._own[key] = self._base[key].model_copy(deep=True)
         return own
 
     def insert(self, key: str, entity: M) -> None:
         """Put `entity` at `key`, new or in place of what is there."""
+        if self._journal.levels:
+            self._journal.note(self, key, self._own.get(key), copied=False)
         self._own[key] = entity
 
     def changed(self) -> set[str]:
@@ -94,6 +105,48 @@ class Table(Generic[M]):
         return True
 
 
+_ABSENT: Any = object()
+"""What a journal notes for an entity the episode had not changed: undoing puts the base's back."""
+
+
+class Journal:
+    """What the tables of one store changed since each open savepoint: for every entity first touched since then,
+    what the episode held of it before (its own copy, or none: the base's). Savepoints nest (a user's call runs inside
+    the agent's `message_user`); releasing one hands what it noted to the one around it."""
+
+    def __init__(self) -> None:
+        self.levels: list[dict[tuple[int, str], tuple[Table[Any], str, Any]]] = []
+
+    def note(self, table: Table[Any], key: str, own: Any, *, copied: bool = True) -> None:
+        """Note what `table` held at `key` (`own`: its own copy, or None) before a change, once per savepoint. An own
+        copy that the change will alter in place (`copied`) is kept as a copy; one it replaces is kept as it is."""
+        level = self.levels[-1]
+        slot = (id(table), key)
+        if slot not in level:
+            if own is None:
+                level[slot] = (table, key, _ABSENT)
+            else:
+                level[slot] = (table, key, own.model_copy(deep=True) if copied else own)
+
+    def undo(self) -> bool:
+        """Put back what the innermost savepoint noted, and close it; whether anything had changed."""
+        level = self.levels.pop()
+        for table, key, before in level.values():
+            if before is _ABSENT:
+                table._own.pop(key, None)
+            else:
+                table._own[key] = before
+        return bool(level)
+
+    def release(self) -> None:
+        """Close the innermost savepoint, keeping its changes (the savepoint around it can still undo them)."""
+        level = self.levels.pop()
+        if self.levels:
+            outer = self.levels[-1]
+            for slot, noted in level.items():
+                outer.setdefault(slot, noted)
+
+
 def canonical(entity: BaseModel) -> str:
     """An entity as tau2-bench hashes a database: its dump as JSON, keys sorted, anything else as `str`."""
     return json.dumps(entity.model_dump(), sort_keys=True, default=str)
@@ -108,10 +161,24 @@ class Store:
 
     def __init__(self, base: BaseModel) -> None:
         self.tables: dict[str, Table[Any]] = {}
+        self.journal = Journal()
         for name, field in type(base).model_fields.items():
-            table = Table(getattr(base, name), _value_model(field.annotation, name))
+            table = Table(getattr(base, name), _value_model(field.annotation, name), self.journal)
             self.tables[name] = table
             setattr(self, name, table)
+
+    def savepoint(self) -> None:
+        """Start noting changes, so that `undo` can put the store back as it is now; savepoints nest. Close each with
+        `undo` or `release`."""
+        self.journal.levels.append({})
+
+    def undo(self) -> bool:
+        """Put the store back as it was at the innermost open savepoint, and close it; whether anything changed."""
+        return self.journal.undo()
+
+    def release(self) -> None:
+        """Close the innermost open savepoint, keeping what changed since."""
+        self.journal.release()
 
     def same_as(self, other: Store) -> bool:
         """Whether the two databases are equal, as tau2-bench's hash comparison would find them."""

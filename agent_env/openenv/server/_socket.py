@@ -191,6 +191,8 @@ class OpenEnvSocket:
             if not connection.owned:
                 return wire.error_message(str(error), wire.EXECUTION_ERROR)
             return await self._reopen(connection, row)  # idled out or timed out: a reset starts afresh anyway
+        except CallTimeoutError as error:  # said as a call's timeout is, so that a client can tell
+            return wire.error_message(str(error), wire.EXECUTION_ERROR, error_type=wire.TOOL_TIMEOUT)
         except AgentEnvError as error:
             return wire.error_message(str(error), wire.EXECUTION_ERROR)
         self.sessions.restart(connection.episode_id)

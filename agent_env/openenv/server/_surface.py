@@ -78,6 +78,7 @@ class OpenEnvRoutes:
     def __init__(self, episodes: Episodes, limits: Limits, prefix: str) -> None:
         self.prefix = prefix
         self.episodes = episodes
+        self.limits = limits
         self.sessions = OpenEnvSessions(episodes)
         self.rpc = OpenEnvRpc(episodes, self.sessions)
         self.socket = OpenEnvSocket(episodes, self.sessions, self.rpc, limits)
@@ -103,8 +104,11 @@ class OpenEnvRoutes:
         return Response(_schema_bytes(), media_type="application/json")
 
     async def metadata(self, request: Request) -> Response:
-        """`GET {prefix}/metadata`: OpenEnv's `EnvironmentMetadata` for the served environment."""
-        return JSONResponse(self._metadata)
+        """`GET {prefix}/metadata`: OpenEnv's `EnvironmentMetadata` for the served environment, and the server's
+        capacity as OpenEnv's `ServerCapacityStatus` names it: its live sessions and the most it holds (null for no
+        limit), which its `CAPACITY_REACHED` refusal names too."""
+        capacity = {"active_sessions": self.episodes.count(), "max_sessions": self.limits.max_episodes}
+        return JSONResponse({**self._metadata, **capacity})
 
 
 def metadata(environment: type) -> dict[str, Any]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from agent_env import AgentEnv
 from agent_env.cli import app
 from agent_env.evaluation._episode import DEFAULT_MAX_TURNS, USER_MAX_TURNS
 from testbed.scripted import Answer, call, completion, scripted
+from tst.support import tau2_folder
 from tst.unit.evaluation.user_protocol_test import CREATE, agent_that, user_that_stops
 
 
@@ -33,7 +32,7 @@ def creates_then_says_done(body: dict[str, Any], headers: dict[str, str]) -> Ans
 @pytest.fixture
 def judged_data(tmp_path: Path) -> Path:
     """The mock domain with update_task_1 scored DB x NL_ASSERTION (a copy: the pinned files stay as they are)."""
-    shutil.copytree(Path(os.environ["AGENT_ENV_TAU2_DATA"]) / "mock", tmp_path / "data" / "mock")
+    tau2_folder(tmp_path / "data", "mock")
     tasks_file = tmp_path / "data" / "mock" / "tasks.json"
     tasks = json.loads(tasks_file.read_text())
     for task in tasks:
@@ -65,7 +64,7 @@ def test_the_judge_options_name_the_judges_endpoint_model_and_key(tmp_path, judg
             "--judge-api-key-env", "JUDGE_KEY", JUDGE_KEY="sk-judge",
         )  # fmt: skip
     assert result.exit_code == 0, result.output
-    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:-1]
     assert episode["breakdown"]["parts"]["NL_ASSERTION"]["reward"] == 1.0
     assert episode["reward"] == 1.0 and episode["breakdown"]["official"] is True
     assert [(body["model"], headers["authorization"]) for body, headers in judge.requests] == [
@@ -84,7 +83,7 @@ def test_user_options_go_over_the_keys_of_a_configured_user(tmp_path):
     assert result.exit_code == 0, result.output
     # the model the option names, the URL and temperature the configuration does
     assert {(body["model"], body["temperature"]) for body, _ in user.requests} == {("b", 0.7)}
-    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:-1]
     assert episode["breakdown"]["user"]["model"] == "b" and episode["reward"] == 1.0
 
 
@@ -137,7 +136,7 @@ def test_a_scripted_user_run_writes_its_settings_and_episodes_and_its_summary_sa
         result = invoke("tau2-mock", "--split", "base", "--episodes", "2", "--base-url", model.url,
                         "--out", str(out), "--json")  # fmt: skip
     assert result.exit_code == 0, result.output
-    header, *lines = (json.loads(line) for line in out.read_text().splitlines())
+    header, *lines, _ = (json.loads(line) for line in out.read_text().splitlines())
     episodes = sorted(lines, key=lambda line: line["episode"])  # written as each finishes, 8 at once
     assert header["type"] == "run" and header["environment"] == "Tau2Mock"
     assert (header["split"], header["trials"], header["max_turns"]) == ("base", 1, USER_MAX_TURNS)
@@ -171,7 +170,7 @@ def test_failed_calls_that_reach_max_errors_end_the_episode_as_the_environment_e
             "--max-turns", "10", "-c", "max_errors=3",
         )  # fmt: skip
     assert result.exit_code == 0, result.output
-    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:-1]
     assert (episode["ended_by"], episode["turns"], len(model.requests)) == ("ended", 3, 3)
     assert episode["ending"] == "3 calls failed, the most an episode allows (max_errors=3)"
     assert [call["verdict"] for call in episode["calls"]] == ["tool_error"] * 3
@@ -183,7 +182,7 @@ def test_failed_calls_that_reach_max_errors_end_the_episode_as_the_environment_e
 def test_a_reward_of_nothing_but_assertions_without_a_judge_is_no_score_but_an_error_naming_the_judge(
     tmp_path,
 ):
-    shutil.copytree(Path(os.environ["AGENT_ENV_TAU2_DATA"]) / "mock", tmp_path / "data" / "mock")
+    tau2_folder(tmp_path / "data", "mock")
     tasks_file = tmp_path / "data" / "mock" / "tasks.json"
     tasks = json.loads(tasks_file.read_text())
     for task in tasks:
@@ -200,7 +199,7 @@ def test_a_reward_of_nothing_but_assertions_without_a_judge_is_no_score_but_an_e
         result = invoke("tau2-mock", "--rows", str(rows), "--base-url", model.url, "--out", str(out),
                         "-c", f"data_dir={tmp_path / 'data'}")  # fmt: skip
     assert result.exit_code == 1, result.output  # no episode ran to a reward
-    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    [episode] = [json.loads(line) for line in out.read_text().splitlines()][1:-1]
     assert episode["ended_by"] == "error" and episode["reward"] is None
     assert episode["error"].startswith("JudgeEndpointError at the reward (it could not be scored): ")
     assert "NL_ASSERTION needs a judge, but none was given" in episode["error"]
@@ -233,3 +232,21 @@ def test_without_a_split_a_domain_without_a_test_split_plays_its_first_and_says_
     )
     assert refused.exit_code == 2  # a split named is played as named, or refused
     assert refused.stderr.strip() == "agent-env eval: τ²-bench mock has no split 'test'; its splits are base"
+
+
+def test_rows_built_with_the_scripted_users_opening_are_refused_when_a_model_plays_the_user(tmp_path):
+    # The scripted opening would stand for the user's own, and the model would answer a conversation it never
+    # opened: every episode is refused before the user is asked, saying how to build the rows.
+    rows = tmp_path / "rows.jsonl"
+    scripted_rows = AgentEnv.local("tau2-mock").dataset("base")
+    rows.write_text("".join(json.dumps(dict(row)) + "\n" for row in list(scripted_rows)[:2]))
+    out = tmp_path / "run.jsonl"
+    with scripted(creates_then_says_done) as model, scripted(user_that_stops) as user:
+        result = invoke("tau2-mock", "--rows", str(rows), "--base-url", model.url, "--out", str(out),
+                        "--user-base-url", user.url)  # fmt: skip
+    assert result.exit_code == 1, result.output
+    episodes = [json.loads(line) for line in out.read_text().splitlines()][1:-1]
+    assert [episode["ended_by"] for episode in episodes] == ["error", "error"]
+    assert all("opens with the scripted user's words" in episode["error"] for episode in episodes)
+    assert "Build the rows with this environment" in episodes[0]["error"]
+    assert user.requests == [] and model.requests == []

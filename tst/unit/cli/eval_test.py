@@ -168,7 +168,7 @@ def test_a_placeholder_key_is_cut_from_the_servers_text_only_and_the_run_resumes
         first = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "2", key="test")
         resumed = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "3", "--resume", key="test")  # fmt: skip
     assert first.exit_code == 0 and resumed.exit_code == 0, first.output + resumed.output
-    header, *episodes = (json.loads(line) for line in out.read_text().splitlines())
+    header, *episodes, _ = (json.loads(line) for line in out.read_text().splitlines())
     assert header["split"] == "test"
     assert sorted(line["episode"] for line in episodes[:2]) == ["test/0", "test/1"]  # as each finished
     assert episodes[2]["episode"] == "test/2"  # the one the resumed run played, after them
@@ -213,6 +213,9 @@ def test_the_recovery_rate_says_it_counts_every_failed_call_as_the_readme_does(t
         (["--max-tokens", "0"], "--max-tokens"),
         (["--temperature", "-0.5"], "--temperature"),
         (["--top-p", "1.5"], "--top-p"),
+        (["--call-timeout", "0"], "--call-timeout"),
+        (["--episode-budget", "-3"], "--episode-budget"),
+        (["--capacity-wait", "-1"], "--capacity-wait"),
     ],
 )
 def test_meaningless_numbers_are_refused_when_the_options_are_read_naming_the_option(arguments, option):
@@ -220,6 +223,35 @@ def test_meaningless_numbers_are_refused_when_the_options_are_read_naming_the_op
     assert result.exit_code == 2
     assert f"Invalid value for '{option}'" in result.stderr
     assert "cannot reach" not in result.stderr
+
+
+def test_the_call_timeout_and_the_episode_budget_bound_an_environment_in_this_process(tmp_path):
+    def hangs(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        return Answer(completion(tool_calls=[call("hang", {})] if not tool_results(body) else None))
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": "Task 0: count.", "release": str(tmp_path / "release")}) + "\n")
+    with scripted(hangs) as server:
+        result = invoke(
+            "testbed.stuck:StuckDesk", "--base-url", server.url, "--rows", str(rows), "--out",
+            str(tmp_path / "r.jsonl"), "--call-timeout", "0.3", "--episode-budget", "5", "--json",
+        )  # fmt: skip
+    (tmp_path / "release").touch()
+    assert result.exit_code == 1, result.output  # no episode was scored
+    (episode,) = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
+    assert (episode["ended_by"], episode["faults"]) == ("error", {"call_timeout": 1})
+    assert "did not finish within its call timeout of 0.3 s" in episode["transcript"][-1]["content"]
+
+
+def test_a_served_environments_deadlines_are_its_servers_and_refused_here():
+    result = invoke("http://127.0.0.1:9", "--call-timeout", "5", "--episode-budget", "60")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "agent-env eval: http://127.0.0.1:9's server bounds its episodes' calls: give --call-timeout and "
+        "--episode-budget to `agent-env serve` there"
+    )
+    local = invoke(TOY, "--capacity-wait", "5")
+    assert local.exit_code == 2 and "--capacity-wait is for a served environment (a URL)" in local.stderr
 
 
 def test_extra_body_that_is_not_json_names_the_option(tmp_path):
@@ -276,7 +308,7 @@ def test_tau2_runs_the_official_protocol_with_the_users_own_endpoint_and_pass_k(
     assert result.exit_code == 0, result.output
     assert "pass^3 (tasks)" in result.stdout and "ended 3" in result.stdout
     assert {body["model"] for body, _ in user.requests} == {"user-sim"}
-    episodes = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    episodes = [json.loads(line) for line in out.read_text().splitlines()][1:-1]
     assert [episode["reward"] for episode in episodes] == [1.0, 1.0, 1.0]
     assert episodes[0]["breakdown"]["ended"] == "the user ended the conversation"
 
@@ -309,7 +341,7 @@ def test_a_model_id_the_server_lists_and_an_escaped_key_in_raw_arguments_are_scr
     assert result.exit_code == 0, result.output
     assert {body["model"] for body, _ in server.requests} == {listed}  # asked for as the server names it
     written = out.read_text()
-    header, line = (json.loads(text) for text in written.splitlines())
+    header, line, _ = (json.loads(text) for text in written.splitlines())
     assert header["model"] == "[API key]-served"
     assert json.loads(line["calls"][0]["arguments"]) == {"text": "[API key]"}
     for text in (written, result.stdout, result.stderr):
@@ -337,7 +369,7 @@ def test_an_escaped_key_in_raw_arguments_that_are_no_json_is_scrubbed_from_the_f
         result = invoke(TOY, "--base-url", server.url, "--out", str(out), "--episodes", "1")
     assert result.exit_code == 0, result.output
     written = out.read_text()
-    _, line = (json.loads(text) for text in written.splitlines())
+    _, line, _ = (json.loads(text) for text in written.splitlines())
     assert line["calls"][0]["arguments"] == raw.replace("\\u0073" + SECRET[1:], "[API key]")
     assert line["calls"][0]["verdict"] == "not_json"
     for text in (written, result.stdout, result.stderr):
@@ -386,7 +418,7 @@ def test_rows_from_a_file_start_the_episodes_instead_of_a_splits(tmp_path):
     with scripted(toy_policy) as server:
         result = invoke(TOY, "--base-url", server.url, "--out", str(out), "--rows", str(rows))
     assert result.exit_code == 0, result.output
-    header, *episodes = (json.loads(text) for text in out.read_text().splitlines())
+    header, *episodes, _ = (json.loads(text) for text in out.read_text().splitlines())
     assert header["split"] is None and header["rows"]["count"] == 2
     assert [(line["episode"], line["task"]) for line in episodes] == [
         ("rows/0", {"task": "a"}),

@@ -169,11 +169,11 @@ def test_an_environment_that_fails_ends_only_its_own_episode(run):
     with scripted(replies(Answer(completion("ok")))) as server:
         report = run(server.url, env=AgentEnv.local(FailingReset))
     bad, good, odd = sorted(report.episodes, key=lambda e: e.position)
-    said = "FailingReset could not score it: its reset raised RuntimeError: no such day"
+    said = "FailingReset could not start it: its reset raised RuntimeError: no such day"
     assert (bad.ended_by, bad.error, bad.reward) == ("error", said, None)
     assert bad.faults == {"environment_error": 1}
     returned = (
-        "FailingReset could not score it: its reset returned 42 (an int), not an observation TRL can append to "
+        "FailingReset could not start it: its reset returned 42 (an int), not an observation TRL can append to "
         'the prompt: return a string, None, or a list of content parts like {"type": "text", "text": "..."}'
     )
     assert (odd.ended_by, odd.error, odd.reward, odd.faults) == (

@@ -43,7 +43,8 @@ def test_the_sample_size_table_is_pairs_needed():
 @pytest.mark.parametrize(
     "option",
     ["--episodes", "--concurrency", "--temperature", "--max-tokens", "--out", "--compare", "--plot", "--resume",
-     "--max-turns", "--seed", "--api-key-env", "--base-url", "--model", "--timeout", "--max-retries", "--extra-body"],
+     "--max-turns", "--seed", "--api-key-env", "--base-url", "--model", "--timeout", "--max-retries", "--extra-body",
+     "--call-timeout", "--episode-budget", "--capacity-wait"],
 )  # fmt: skip
 def test_the_options_it_names_exist(option):
     assert f"`{option}" in SECTION or f" {option}" in SECTION

@@ -50,6 +50,7 @@ def test_the_file_and_the_summary_agree_with_the_environments_own_rewards(run, t
     written = {
         line["episode"]: line
         for line in map(json.loads, (tmp_path / "run.jsonl").read_text().splitlines()[1:])
+        if line["type"] == "episode"
     }
     expected = {f"test/{i}": own_reward(toy, rows[i], curves(i + 1)) for i in range(4)}
     assert {key: line["reward"] for key, line in written.items()} == pytest.approx(expected)

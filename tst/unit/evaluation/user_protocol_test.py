@@ -15,6 +15,7 @@ import pytest
 from agent_env import AgentEnv
 from agent_env.evaluation import Endpoint, Report, evaluate
 from agent_env.evaluation._episode import USER_MAX_TURNS
+from agent_env.users import ScriptedUser
 from testbed.scripted import Answer, call, completion, scripted
 
 FAST = {"backoff": 0.001, "max_backoff": 0.01}
@@ -78,7 +79,9 @@ SAID = "The agent acknowledged the previous context; the agent confirmed the tas
 
 
 def row(task_id: str) -> dict[str, Any]:
-    return next(dict(r) for r in AgentEnv.local("tau2-mock").dataset("base") if r["task_id"] == task_id)
+    """Task `task_id`'s row as an environment whose user is a model gives it: its user turn left for the user."""
+    env = AgentEnv.local("tau2-mock", user={"base_url": "http://127.0.0.1:9/v1"})
+    return next(dict(r) for r in env.dataset("base") if r["task_id"] == task_id)
 
 
 def test_a_reply_with_text_and_calls_runs_the_calls_and_its_text_counts_as_said_though_the_user_never_reads_it(
@@ -300,3 +303,138 @@ def test_a_user_that_cannot_open_on_a_served_environment_is_counted_as_the_users
     assert episode.error is not None and episode.error.startswith("UserEndpointError at reset")
     assert episode.faults == {"user_endpoint": 1, "user_connection": 4, "user_retries_exhausted": 1}
     assert model.requests == []
+
+
+# τ²-bench's protocol, whole: each reply's calls one message, every call run, what upstream's agent reads after a
+# failed call, transfers that only answer, and the limits applied when upstream's orchestrator applies them.
+
+
+def play_scripted(
+    tmp_path: Path, agent: Callable[..., Answer], task_id: str, **config: Any
+) -> tuple[dict[str, Any], Any]:
+    """One episode of `task_id` with the scripted user (no model plays it), the environment set with `config`."""
+    with scripted(agent) as model:
+        env = AgentEnv.local("tau2-mock", **config)
+        evaluate(env, Endpoint(model.url, **FAST), rows=[next(r for r in env.dataset("base") if r["task_id"] ==
+                 task_id)], out=tmp_path / "r.jsonl")  # fmt: skip
+    episodes = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    return next(line for line in episodes if line["type"] == "episode"), model
+
+
+def tool_messages(episode: dict[str, Any]) -> list[str]:
+    return [message["content"] for message in episode["transcript"] if message["role"] == "tool"]
+
+
+def test_what_the_model_reads_after_a_failed_call_is_what_upstreams_agent_reads(tmp_path):
+    calls = [
+        call("update_task_status", {"task_id": "task_9", "status": "completed"}, "c1"),  # the tool refuses it
+        call("update_task_status", {"task_id": "task_1", "status": "done"}, "c2"),  # the schema refuses it
+        call("delete_task", {"task_id": "task_1"}, "c3"),  # no such tool
+        call("message_user", {"message": "hi"}, "c4"),  # not offered under the protocol
+    ]
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=calls)), lambda body: Answer(completion("Bye."))
+    )
+    episode, _ = play_scripted(tmp_path, agent, "update_task_1")
+    read = tool_messages(episode)
+    assert read[0] == "Error: Task task_9 not found"  # upstream's environment: "Error: " and the error
+    assert read[1].startswith(
+        "Error: Invalid arguments for tool 'update_task_status'; fix these and call it again:"
+    )
+    assert '- status: expected one of "pending", "completed"; got "done"' in read[1]  # our teaching words
+    assert read[2:] == ["Error: Tool 'delete_task' not found.", "Error: Tool 'message_user' not found."]
+    assert [c["verdict"] for c in episode["calls"]] == ["tool_error", "invalid_arguments", "unknown_tool",
+                                                        "unknown_tool"]  # fmt: skip
+
+
+def test_every_call_of_a_reply_counts_as_upstreams_errors_and_the_limit_applies_after_the_last(tmp_path):
+    # max_errors=4: the reply's four failures reach it, yet its fifth call still runs and changes the database.
+    calls = [
+        *(
+            call("update_task_status", {"task_id": "task_9", "status": "completed"}, f"c{i}")
+            for i in range(2)
+        ),
+        call("delete_task", {}, "c2"),
+        call("end_turn", {}, "c3"),
+        CREATE,
+    ]
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=calls)), lambda body: Answer(completion("Bye."))
+    )
+    episode, model = play_scripted(tmp_path, agent, "create_task_1", max_errors=4)
+    assert episode["ending"] == "4 calls failed, the most an episode allows (max_errors=4)"
+    assert episode["breakdown"]["termination"] == "too_many_errors" and episode["reward"] == 0.0
+    assert tool_messages(episode)[-1].startswith('{"task_id": "task_2", "title": "Important Meeting"')
+    assert len(model.requests) == 1  # the model was not asked again
+
+
+def test_steps_are_counted_per_reply_so_a_reply_of_many_calls_is_two_steps(tmp_path):
+    # max_steps=6: the opening (1), a reply of five calls and their answers (3), a message and the user's goodbye
+    # (5): scored. Counted per call, the five calls alone would pass the limit.
+    calls = [call("get_users", {}, f"c{i}") for i in range(5)]
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=calls)), lambda body: Answer(completion("Bye."))
+    )
+    episode, _ = play_scripted(tmp_path, agent, "update_task_1", max_steps=6, user=ScriptedUser(["Hi."]))
+    assert episode["ending"] == "the user ended the conversation"
+    assert episode["breakdown"]["termination"] == "user_stop" and len(episode["calls"]) == 5
+
+
+def test_a_message_that_reaches_max_steps_ends_the_episode_before_the_user_answers(tmp_path):
+    agent = agent_that(lambda body: Answer(completion(tool_calls=[call("get_users", {})])),
+                       lambda body: Answer(completion("One moment.")))  # fmt: skip
+    episode, _ = play_scripted(tmp_path, agent, "update_task_1", max_steps=4, user=ScriptedUser(["Hi."]))
+    assert episode["ending"] == "the episode took 4 steps, the most it allows (max_steps=4)"
+    assert episode["transcript"][-1] == {"role": "assistant", "content": "One moment."}  # no answer recorded
+
+
+def test_after_a_transfer_the_agent_goes_on_and_the_scripted_users_transfer_marker_ends_the_episode(tmp_path):
+    transfer = call("transfer_to_human_agents", {"summary": "wants tasks deleted"})
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=[transfer])),
+        lambda body: Answer(completion(tool_calls=[CREATE])),  # after the transfer: it runs, and it is scored
+        lambda body: Answer(completion("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.")),
+    )
+    episode, _ = play_scripted(tmp_path, agent, "impossible_task_1")
+    assert tool_messages(episode)[0] == "Transfer successful"
+    assert episode["transcript"][-1] == {"role": "user", "content": "###TRANSFER###"}
+    assert episode["ending"] == "the user was transferred to another agent"
+    breakdown = episode["breakdown"]
+    assert breakdown["termination"] == "user_stop"
+    assert breakdown["parts"]["ACTION"]["reward"] == 1.0 and breakdown["parts"]["DB"]["reward"] == 0.0
+
+
+def test_the_simulated_users_key_never_reaches_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("USER_KEY", "sk-user-secret-42")
+
+    def leaky(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        if not any(message["role"] == "assistant" for message in body["messages"]):
+            return Answer(completion("Create Important Meeting for user_1. My key: sk-user-secret-42"))
+        return Answer(completion("sk-user-secret-42 ###STOP###"))
+
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=[CREATE])), lambda body: Answer(completion("Done."))
+    )
+    with scripted(agent) as model, scripted(leaky, models=("user-sim",)) as simulated:
+        env = AgentEnv.local("tau2-mock", user={"base_url": simulated.url, "api_key_env": "USER_KEY", **FAST})
+        evaluate(env, Endpoint(model.url, **FAST), split="base", episodes=1, out=tmp_path / "r.jsonl")
+    written = (tmp_path / "r.jsonl").read_text()
+    assert "sk-user-secret-42" not in written and "Important Meeting for user_1" in written
+    assert all("sk-user-secret-42" not in json.dumps(body) for body, _ in model.requests)  # nor the agent
+
+
+def test_eval_reports_the_official_reward_of_an_environment_that_trains_on_its_checks(tmp_path):
+    agent = agent_that(
+        lambda body: Answer(completion(tool_calls=[call("update_task_status", {"task_id": "task_1",
+                                                                               "status": "completed"})])),
+        lambda body: Answer(completion("Done.")),
+    )  # fmt: skip
+    with scripted(agent) as model:
+        env = AgentEnv.local("tau2-mock", reward="checks")
+        report = evaluate(env, Endpoint(model.url, **FAST), rows=[next(r for r in env.dataset("base") if
+                          r["task_id"] == "update_task_with_user_tools")], out=tmp_path / "r.jsonl")  # fmt: skip
+    [episode] = report.episodes
+    assert episode.reward == 0.0  # τ²-bench's: the user never dismissed its notification
+    assert episode.breakdown is not None and episode.breakdown["reward"] == pytest.approx(2 / 3)
+    assert any("reward='checks'" in note for note in report.notes)
+    assert any(note.startswith("prompts: τ²-bench's own") for note in report.notes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import time
 from typing import Any
 
 import pytest
@@ -12,7 +13,9 @@ from agent_env import AgentEnv, Environment
 from agent_env.errors import (
     EpisodeEndedError,
     EpisodeNotStartedError,
+    InfrastructureFailedError,
     SessionClosedError,
+    TimedOutEpisodeError,
     ToolArgumentError,
     ToolDefinitionError,
     ToolError,
@@ -253,7 +256,11 @@ def test_a_tool_error_from_the_server_is_raised_with_the_servers_message(version
 
 @pytest.mark.parametrize(
     ("error_type", "raised"),
-    [("invalid_args", ToolArgumentError), ("tool_not_found", UnknownToolError), ("timeout", ToolError)],
+    [
+        ("invalid_args", ToolArgumentError),
+        ("tool_not_found", UnknownToolError),
+        ("timeout", CallTimeoutError),
+    ],
 )
 def test_each_error_type_is_raised_as_its_in_process_class(error_type, raised):
     failed = wire.dumps(wire.observation_message(wire.call_error("submit", error_type, "why")))
@@ -296,38 +303,58 @@ def test_the_reward_is_the_last_one_a_step_returned():
     assert session.reward() == 0.5
 
 
-def test_past_the_servers_capacity_reset_raises_too_many_episodes_and_the_next_reset_reconnects():
-    refusal = wire.dumps(
-        wire.error_message(
-            "Server at capacity: 1/1 sessions active. Cannot accept new connections.",
-            "CAPACITY_REACHED",
-            active_sessions=1,
-            max_sessions=1,
-        )
+CAPACITY_REACHED = wire.dumps(
+    wire.error_message(
+        "Server at capacity: 1/1 sessions active. Cannot accept new connections.",
+        "CAPACITY_REACHED",
+        active_sessions=1,
+        max_sessions=1,
     )
-    answers = iter([RECORDED["0.10.0"]["list_tools"], refusal, RECORDED["0.10.0"]["reset"]])
+)
+
+
+def test_past_the_servers_capacity_a_reset_waits_for_room_on_a_new_connection():
+    answers = iter([RECORDED["0.10.0"]["list_tools"], CAPACITY_REACHED, RECORDED["0.10.0"]["reset"]])
     server = Scripted(lambda message: next(answers))
     session = provider(server).open()
-    with pytest.raises(TooManyEpisodesError, match=r"^Server at capacity: 1/1 sessions active"):
+    started = time.monotonic()
+    assert session.reset() == '{"metadata":{"target":3}}'
+    assert (
+        1.0 <= time.monotonic() - started < 3
+    )  # OpenEnv's refusal says nothing of when: asked again after 1-1.5 s
+    assert len(server.sent) == 3  # the listing's connection, the refused one, a new one
+
+
+def test_a_full_server_is_asked_again_for_the_tool_listing_too():
+    answers = iter([CAPACITY_REACHED, RECORDED["0.10.0"]["list_tools"]])
+    server = Scripted(lambda message: next(answers))
+    assert [tool["name"] for tool in provider(server).tools()][-1] == "end_turn"
+    assert len(server.sent) == 2  # the refused connection, and a new one
+
+
+def test_a_server_still_full_past_the_wait_fails_the_reset_as_an_infrastructure_error_and_the_next_reconnects():
+    answers = iter([RECORDED["0.10.0"]["list_tools"], CAPACITY_REACHED, RECORDED["0.10.0"]["reset"]])
+    server = Scripted(lambda message: next(answers))
+    session = provider(server, capacity_wait=0).open()
+    with pytest.raises(InfrastructureFailedError) as failed:
         session.reset()
+    assert isinstance(failed.value.cause, TooManyEpisodesError) and failed.value.starting
+    assert str(failed.value).startswith(
+        "Ledger could not start the episode of an empty row (on the OpenEnv server at http://127.0.0.1:8000): Server "
+        "at capacity: 1/1 sessions active. Cannot accept new connections. (full, and the client waits for no room"
+    )
     assert session.reset() == '{"metadata":{"target":3}}'
     assert len(server.sent) == 3  # the listing's connection, the refused one, a new one
 
 
-@pytest.mark.parametrize(
-    ("failure", "raised"),
-    [
-        (CallTimeoutError("no answer within 60 s"), CallTimeoutError),
-        (ServerUnavailableError("the server closed the connection"), ServerUnavailableError),
-    ],
-)
-def test_a_timeout_or_a_drop_loses_the_episode_until_the_next_reset(failure, raised):
+def test_a_drop_loses_the_episode_until_the_next_reset():
+    failure = ServerUnavailableError("the server closed the connection")
     answers = iter([RECORDED["0.10.0"]["list_tools"], RECORDED["0.10.0"]["reset"], failure])
     answers_after = iter([RECORDED["0.10.0"]["reset"], RECORDED["0.10.0"]["submit"]])
     server = Scripted(lambda message: next(answers, None) or next(answers_after))
     session = provider(server).open()
     session.reset()
-    with pytest.raises(raised):
+    with pytest.raises(ServerUnavailableError):
         session.call_tool("place_orders", PLACE)
     with pytest.raises(EpisodeNotFoundError, match="the episode was lost with its connection: call reset"):
         session.call_tool("place_orders", PLACE)
@@ -335,6 +362,36 @@ def test_a_timeout_or_a_drop_loses_the_episode_until_the_next_reset(failure, rai
     session.reset()
     assert session.call_tool("submit", {"total": 3}) == "submitted 3"
     assert len(server.sent) == 3
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        CallTimeoutError("no answer from the OpenEnv server at http://127.0.0.1:8000 within 60 s"),
+        wire.dumps(
+            wire.observation_message(wire.call_error("place_orders", "timeout", "the server gave up"))
+        ),
+    ],
+    ids=["no answer", "the server's timeout"],
+)
+def test_a_call_out_of_time_ends_the_episode_unscored_until_the_next_reset(failure):
+    answers = iter([RECORDED["0.10.0"]["list_tools"], RECORDED["0.10.0"]["reset"], failure])
+    answers_after = iter([RECORDED["0.10.0"]["reset"], RECORDED["0.10.0"]["submit"]])
+    server = Scripted(lambda message: next(answers, None) or next(answers_after))
+    session = provider(server).open()
+    session.reset()
+    with pytest.raises(CallTimeoutError) as late:  # what the model reads
+        session.call_tool("place_orders", PLACE)
+    assert late.value.ended == "tool 'place_orders' did not finish in time"
+    with pytest.raises(
+        EpisodeEndedError, match=r"the episode has ended \(tool 'place_orders' did not finish in"
+    ):
+        session.call_tool("place_orders", PLACE)
+    with pytest.raises(TimedOutEpisodeError) as unscored:
+        session.reward()
+    assert unscored.value.infrastructure and unscored.value.cause is late.value
+    session.reset()
+    assert session.call_tool("submit", {"total": 3}) == "submitted 3"
 
 
 def test_a_row_the_environment_refuses_is_a_reset_error_with_the_servers_message():
@@ -387,6 +444,8 @@ def test_the_provider_pickles_as_its_url_headers_timeout_and_name_and_lists_agai
         "headers": {"Authorization": "Bearer t"},
         "timeout": 5.0,
         "name": "Ledger",
+        "episode_budget": 600.0,
+        "capacity_wait": 30.0,
     }
     copy = pickle.loads(pickle.dumps(env.factory)).provider
     assert (copy.url, copy.headers, copy.timeout, copy.name) == (

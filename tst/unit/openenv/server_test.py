@@ -118,6 +118,13 @@ def test_an_episode_runs_from_a_dataset_row_to_end_turn_with_its_reward(serve):
         ended = ask(ws, call("end_turn"))["data"]
         assert (ended["reward"], ended["done"]) == (7.0, True)
         assert ended["observation"]["result"]["data"] == "Turn ended."
+        after = ask(ws, call("add", amount=1))[
+            "data"
+        ]  # a call after the end: its error, and the reward again
+        assert (after["reward"], after["done"]) == (7.0, True)
+        assert after["observation"]["error"]["message"].startswith(
+            "tool 'add' was not run: the episode has ended"
+        )
         assert (
             ask(ws, {"type": "reset", "data": {"seed": 1}})["data"]["observation"]["text"]
             == "counter starts at 1"
@@ -458,6 +465,15 @@ def test_health_schema_and_metadata_answer_as_openenv_does(serve):
         {"type": "null"},
     ]
     assert client.get("/openenv/metadata", headers=headers).json()["name"] == "ToyDesk"
+
+
+def test_the_metadata_reports_the_live_sessions_and_the_most_the_server_holds(serve):
+    client = serve(max_episodes=3)
+    with client.websocket_connect(WS) as ws:
+        ask(ws, {"type": "reset", "data": {}})
+        metadata = client.get("/openenv/metadata").json()
+    assert (metadata["active_sessions"], metadata["max_sessions"]) == (1, 3)  # as CAPACITY_REACHED names them
+    assert serve(max_episodes=None).get("/openenv/metadata").json()["max_sessions"] is None
 
 
 def test_a_socket_without_the_token_is_refused_with_401_before_any_episode_opens(serve):

@@ -52,7 +52,7 @@ class ScriptedConnection:
         if message != {"type": "close"}:
             self.pending.append(self.transport.answer(message))
 
-    def recv(self) -> str:
+    def recv(self, timeout: float | None = None) -> str:
         answer = self.pending.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -98,7 +98,7 @@ class InProcessConnection:
         self.sent.append(json.loads(text))
         self.session.send_text(text)
 
-    def recv(self) -> str:
+    def recv(self, timeout: float | None = None) -> str:
         try:
             text: str = self.session.receive_text()
         except WebSocketDisconnect as error:

@@ -137,6 +137,11 @@ def test_a_served_process_stops_on_sigint_within_seconds_even_with_a_hung_tool()
 
 
 def test_sigterm_with_a_slow_body_in_flight_stops_within_the_grace_time_and_answers_it_503_cleanly(stack):
+    if stack.get("server") == "granian":
+        pytest.skip(
+            "agent-env serve runs uvicorn; under granian's embedded server a body still arriving when it stops gets "
+            "no answer, and holds the stop until its body timeout (docs/scaling.md)"
+        )
     with agent_env_serve(**stack) as (server, url):
         host, port = url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=20) as slow:

@@ -41,12 +41,13 @@ def test_serve_passes_its_options_through(served, monkeypatch):
     result = runner.invoke(
         app,
         ["serve", "gridsim-desk", "--port", "9001", "--max-episodes", "8", "--call-timeout", "2.5",
-         "-c", "bundle=desk-v4", "-c", "limit=3", "--mcp-row", '{"seed": 7}'],
+         "--episode-budget", "90", "-c", "bundle=desk-v4", "-c", "limit=3", "--mcp-row", '{"seed": 7}'],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert served["environment"] == "gridsim-desk"
     assert (served["host"], served["port"], served["token"]) == ("127.0.0.1", 9001, None)
     assert (served["max_episodes"], served["call_timeout"], served["idle_timeout"]) == (8, 2.5, 600.0)
+    assert served["episode_budget"] == 90
     assert (served["bundle"], served["limit"], served["mcp_row"]) == ("desk-v4", 3, {"seed": 7})
     assert (served["header_timeout"], served["body_timeout"], served["max_body_values"]) == (
         10.0,

@@ -20,7 +20,12 @@ import httpx
 import pytest
 
 from agent_env import AgentEnv
-from agent_env.errors import AgentEnvError
+from agent_env.errors import (
+    AgentEnvError,
+    EpisodeEndedError,
+    InfrastructureFailedError,
+    TimedOutEpisodeError,
+)
 from agent_env.server import (
     CallTimeoutError,
     EpisodeNotFoundError,
@@ -28,6 +33,7 @@ from agent_env.server import (
     RemoteProvider,
     RemoteSession,
     ServerUnavailableError,
+    TooManyEpisodesError,
     UnauthorizedError,
 )
 from agent_env.server.app import build_app
@@ -128,6 +134,7 @@ def test_a_provider_pickles_without_its_http_client(provider):
     provider.tools()
     copy = pickle.loads(pickle.dumps(provider))
     assert (copy.url, copy.token, copy.timeout, copy.name) == (provider.url, None, 30.0, "ToyDesk")
+    assert copy.capacity_wait == 30.0
     assert copy._client is None
     session = copy.open()
     assert session.reset(seed=4) == "counter starts at 4"
@@ -254,15 +261,60 @@ def silent_server() -> Iterator[tuple[str, list[bytes]]]:
             connection.close()
 
 
-def test_a_call_past_the_server_timeout_raises_call_timeout_with_the_server_message():
-    with running(build_app(ToyDesk, call_timeout=0.3)) as url:
+def test_a_call_past_the_server_timeout_raises_call_timeout_with_the_server_message_and_ends_the_episode():
+    app = build_app(ToyDesk, call_timeout=0.3)
+    with running(app) as url:
         session = RemoteProvider(url).open()
         session.reset()
         with pytest.raises(
             CallTimeoutError, match="tool 'hang' did not finish within the server's call timeout"
-        ):
+        ) as late:
             session.call_tool("hang", {"seconds": 30})
+        assert session.ended() == "tool 'hang' did not finish in time"
+        with pytest.raises(
+            EpisodeEndedError, match=r"\(tool 'hang' did not finish in time\) and takes no more"
+        ):
+            session.call_tool("add", {"amount": 1})  # refused here: the server closed the episode
+        with pytest.raises(TimedOutEpisodeError) as unscored:
+            session.score()
+        assert unscored.value.cause is late.value and unscored.value.infrastructure
+        assert app.state.episodes.count() == 0  # nothing was opened on the server for the refused call
         assert session.reset(seed=1) == "counter starts at 1"
+        RELEASE.set()
+
+
+def test_a_new_episode_waits_for_room_on_a_full_server_as_its_retry_after_says():
+    app = build_app(ToyDesk, max_episodes=1)
+    with running(app) as url:
+        provider = RemoteProvider(url)
+        holder = provider.open()
+        holder.reset()
+        threading.Timer(1.2, holder.close).start()  # another client's episode ends
+        started = time.monotonic()
+        waiting = provider.open()
+        assert waiting.reset(seed=3) == "counter starts at 3"
+        assert 1.2 <= time.monotonic() - started < 5  # asked again about each second (Retry-After: 1)
+        waiting.close()
+
+
+def test_a_server_still_full_past_the_wait_fails_the_reset_as_an_infrastructure_error():
+    with running(build_app(ToyDesk, max_episodes=1)) as url:
+        provider = RemoteProvider(url, capacity_wait=0.5)
+        holder = provider.open()
+        holder.reset()
+        started = time.monotonic()
+        with pytest.raises(InfrastructureFailedError) as full:
+            provider.open().reset(seed=3)
+        assert 0.5 <= time.monotonic() - started < 2
+        assert full.value.starting and isinstance(full.value.cause, TooManyEpisodesError)
+        assert full.value.cause.retry_after == 1.0
+        assert str(full.value).startswith(
+            'ToyDesk could not start the episode of row {"seed": 3} (on the agent_env server at http://127.0.0.1:'
+        )
+        assert str(full.value).endswith(
+            "(still full after 0.5 s of waiting for room: size the server for every episode the clients run at once)"
+        )
+        holder.close()
 
 
 def test_the_token_is_sent_and_a_wrong_one_is_refused():

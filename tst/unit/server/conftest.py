@@ -18,9 +18,11 @@ from .toy import RELEASE, ToyDesk
 STACKS = {
     "httptools+uvloop": {"http": "httptools", "loop": "uvloop"},
     "h11+asyncio": {"http": "h11", "loop": "asyncio"},
+    "granian": {"server": "granian"},
 }
 """The HTTP parsers and event loops `agent-env serve` runs: httptools on uvloop where they are installed (the server
-extra installs them), h11 on asyncio's loop where they are not."""
+extra installs them), h11 on asyncio's loop where they are not; and granian, measured as the stack under the same
+app (docs/scaling.md), which every test over a real socket runs on too."""
 
 
 @pytest.fixture(scope="module", params=STACKS.keys())

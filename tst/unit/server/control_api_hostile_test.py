@@ -196,7 +196,7 @@ async def test_a_row_that_tries_to_reach_outside_the_bundle_gets_400_reset_faile
     for answer in (opened, again):
         assert answer.status_code == 400
         assert answer.json()["error"]["code"] == "reset_failed"
-        assert answer.json()["error"]["message"].startswith("GridSimDesk could not score the episode of ")
+        assert answer.json()["error"]["message"].startswith("GridSimDesk could not start the episode of ")
         assert "its reset raised " in answer.json()["error"]["message"]
         assert len(answer.content) < 600
     assert (await client.get("/health")).json()["episodes"] == live  # nothing was opened

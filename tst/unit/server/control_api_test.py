@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 
+import httpx
 import pytest
 
 from agent_env.errors import ToolArgumentError
+from agent_env.server.app import build_app
 from agent_env.session import LocalSession
 
 from .toy import ToyDesk
@@ -33,11 +36,14 @@ async def open_episode(client, row=None) -> str:
     return answer.json()["episode_id"]
 
 
-async def test_health_answers_ok_with_the_number_of_live_episodes(control):
-    client = await control()
+async def test_health_answers_ok_with_its_live_episodes_its_limit_and_its_stuck_calls(control):
+    client = await control(max_episodes=5)
     await open_episode(client)
     answer = await client.get("/health")
-    assert (answer.status_code, answer.json()) == (200, {"status": "ok", "episodes": 1})
+    assert (answer.status_code, answer.json()) == (
+        200,
+        {"status": "ok", "episodes": 1, "max_episodes": 5, "stuck_calls": 0},
+    )
 
 
 async def test_tools_lists_the_published_schemas_byte_for_byte(control):
@@ -179,11 +185,32 @@ async def test_a_row_reset_cannot_take_gets_400_and_opens_nothing(control):
     error = broken.json()["error"]
     assert error["code"] == "reset_failed"
     assert re.fullmatch(  # the episode named as the server's log names it, where its traceback is
-        r'ToyDesk could not score the episode of row \{"seed": "three"\} \(in served episode [0-9a-f]{32}\): its '
+        r'ToyDesk could not start the episode of row \{"seed": "three"\} \(in served episode [0-9a-f]{32}\): its '
         r"reset raised TypeError: seed must be an integer, not 'three'",
         error["message"],
     ), error["message"]
     assert client.app.state.episodes.count() == 1
+
+
+async def test_a_refused_row_is_logged_in_one_line_and_a_failing_reset_with_its_traceback(caplog):
+    from testbed.toy import ToyDesk as FailingDesk  # its reset raises as a bug would on raise_in="reset"
+
+    app = build_app(FailingDesk)
+    async with app.router.lifespan_context(app):
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://testserver")
+        with caplog.at_level(logging.DEBUG, logger="agent_env.server"):
+            refused = await client.post("/episodes", json={"task": "t1", "down": 5})  # a value it cannot take
+            failed = await client.post("/episodes", json={"task": "t1", "raise_in": "reset"})
+        await client.aclose()
+    assert (refused.status_code, failed.status_code) == (400, 400)
+    warnings = [record for record in caplog.records if record.levelno == logging.WARNING]
+    refusal, bug = warnings
+    assert "its reset raised TypeError: 'int' object is not iterable" in refusal.getMessage()
+    assert refusal.exc_info is None and len(refusal.getMessage()) < 300  # one line, from any client
+    (kept,) = [record for record in caplog.records if record.levelno == logging.DEBUG and record.exc_info]
+    assert kept.exc_info[0] is TypeError  # where it was raised, for whoever turns DEBUG on
+    assert "its reset raised RuntimeError: the task store is down" in bug.getMessage()
+    assert bug.exc_info is not None and bug.exc_info[0] is RuntimeError  # the environment's own failure
 
 
 async def test_unknown_episode_gets_404_saying_it_expired_or_is_unknown(control):

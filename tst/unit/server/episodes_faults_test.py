@@ -158,7 +158,7 @@ def test_a_repeated_fault_leaves_other_episodes_alone_and_memory_at_its_baseline
                 fault(served)
             served.settled()
             grown = heap() - baseline
-            assert (served.http.get("/health")).json() == {"status": "ok", "episodes": 1}
+            assert (served.http.get("/health")).json()["episodes"] == 1
             served.http.close()
     finally:
         tracemalloc.stop()

@@ -1,4 +1,5 @@
-"""The episode registry's limits: idle episodes are freed, the episode cap holds, and a hung call times out alone."""
+"""The episode registry's limits: idle episodes are freed, the episode cap holds (saying when to ask again), a hung call
+times out alone, and an episode's calls share its time budget."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from agent_env.server.app import build_app
 
-from .toy import ToyDesk
+from .toy import RELEASE, ToyDesk
 
 pytestmark = pytest.mark.anyio
 
@@ -46,16 +47,19 @@ async def test_an_episode_in_a_long_call_is_not_idle(control):
     assert (await client.post(f"/episodes/{episode}/tools/add", json={"amount": 1})).status_code == 200
 
 
-async def test_too_many_episodes_get_503_until_one_closes(control):
+async def test_too_many_episodes_get_503_saying_when_to_ask_again_until_one_closes(control):
     client = await control(max_episodes=2)
     first = await open_episode(client)
     await open_episode(client)
     refused = await client.post("/episodes", json={})
     assert refused.status_code == 503
+    assert refused.headers["Retry-After"] == "1"
     assert refused.json()["error"]["code"] == "too_many_episodes"
     assert refused.json()["error"]["message"].startswith(
         "the server already holds 2 live episodes, its limit"
     )
+    health = (await client.get("/health")).json()
+    assert (health["episodes"], health["max_episodes"]) == (2, 2)
     await client.delete(f"/episodes/{first}")
     await open_episode(client)
 
@@ -84,6 +88,57 @@ async def test_a_call_past_the_timeout_fails_clearly_closes_its_episode_and_the_
     )
     assert all(answer.status_code == 200 for answer in many)
     assert (await client.get("/health")).status_code == 200
+
+
+async def test_health_counts_the_calls_stuck_past_their_timeout_until_they_return(control):
+    client = await control(call_timeout=0.2)
+    episode = await open_episode(client)
+    assert (await client.post(f"/episodes/{episode}/tools/hang", json={"seconds": 30})).status_code == 504
+    assert (await client.get("/health")).json()["stuck_calls"] == 1  # a thread cannot be stopped: counted
+    RELEASE.set()
+    for _ in range(100):
+        if (await client.get("/health")).json()["stuck_calls"] == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert (await client.get("/health")).json() == {
+        "status": "ok",
+        "episodes": 0,
+        "max_episodes": 2048,
+        "stuck_calls": 0,
+    }
+
+
+async def test_an_episodes_calls_share_its_budget_past_which_the_call_fails_and_the_episode_closes(control):
+    client = await control(call_timeout=5, episode_budget=0.8)
+    episode = await open_episode(client)
+    for _ in range(2):
+        await asyncio.sleep(0.5)  # between calls: the client's time, not the episode's
+        assert (
+            await client.post(f"/episodes/{episode}/tools/sleep", json={"seconds": 0.3})
+        ).status_code == 200
+    started = time.monotonic()
+    spent = await client.post(f"/episodes/{episode}/tools/sleep", json={"seconds": 0.3})
+    assert time.monotonic() - started < 0.3  # cut at what was left of the budget
+    assert spent.status_code == 504
+    assert spent.json()["error"] == {
+        "code": "episode_budget",
+        "message": "tool 'sleep' was still running when the episode's time budget of 0.8 s (what all its calls may "
+        f"take together) ran out; episode '{episode}' was closed because its state is unknown: start a new episode "
+        "(POST /episodes)",
+    }
+    assert (await client.post(f"/episodes/{episode}/reward")).status_code == 404
+    again = await open_episode(client)  # a new episode has a whole budget
+    assert (await client.post(f"/episodes/{again}/tools/sleep", json={"seconds": 0.3})).status_code == 200
+
+
+async def test_a_reset_starts_the_budget_again(control):
+    client = await control(call_timeout=5, episode_budget=0.5)
+    episode = await open_episode(client)
+    for _ in range(3):
+        assert (
+            await client.post(f"/episodes/{episode}/tools/sleep", json={"seconds": 0.3})
+        ).status_code == 200
+        assert (await client.post(f"/episodes/{episode}/reset", json={})).status_code == 200
 
 
 async def test_an_async_tool_past_the_timeout_fails_the_same_way(control):

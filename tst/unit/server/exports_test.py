@@ -12,6 +12,7 @@ def test_the_public_names_are_pinned_and_sorted():
     assert agent_env.server.__all__ == [
         "CallTimeoutError",
         "DatasetNotFoundError",
+        "EpisodeBudgetError",
         "EpisodeNotFoundError",
         "InvalidRequestError",
         "Mount",

@@ -66,7 +66,7 @@ async def test_a_plain_client_plays_an_episode_from_the_row_in_its_url_and_reads
         (
             "?seed=three",
             -32600,
-            'ToyDesk could not score the episode of row {"seed": "three"} (in served episode *): its reset raised '
+            'ToyDesk could not start the episode of row {"seed": "three"} (in served episode *): its reset raised '
             "TypeError: seed must be an integer, not 'three'; connect with a row it can start from in the endpoint's "
             "URL (like /mcp?seed=3)",
         ),

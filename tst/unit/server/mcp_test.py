@@ -226,7 +226,7 @@ async def test_failures_that_are_not_the_models_are_mcp_errors_that_say_what_to_
     assert refused.value.error.code == -32603  # the operator's default row
     assert re.fullmatch(
         re.escape(
-            'ToyDesk could not score the episode of row {"seed": "three"} (in served episode *): its reset raised '
+            'ToyDesk could not start the episode of row {"seed": "three"} (in served episode *): its reset raised '
             "TypeError: seed must be an integer, not 'three'; name a row in the endpoint's URL (like /mcp?seed=3), "
             "or ask the server's operator for a default row (agent-env serve --mcp-row '{...}')"
         ).replace(r"\*", "[0-9a-f]{32}"),

@@ -85,7 +85,7 @@ def test_a_body_that_does_not_arrive_in_time_gets_408_and_the_connection_is_clos
         b'timeout of 0.5 s; send it at once"}}'
     )
     assert 0.4 < took < 5
-    assert httpx.get(f"{slow_limits}/health").json() == {"status": "ok", "episodes": 0}
+    assert httpx.get(f"{slow_limits}/health").json()["episodes"] == 0
 
 
 def test_a_keep_alive_connection_serves_requests_that_arrive_in_time(slow_limits):
@@ -168,8 +168,9 @@ def test_a_connection_idle_as_long_as_the_client_keeps_one_is_still_open(stack):
             assert answer.startswith(b"HTTP/1.1 200 ")
 
 
-def test_request_headers_past_16_kib_get_400_and_the_connection_is_closed(slow_limits):
-    """h11 refuses them itself; httptools would keep every header it is given, so the protocol counts them."""
+def test_request_headers_past_16_kib_get_400_and_the_connection_is_closed(slow_limits, stack):
+    """h11 refuses them itself; httptools would keep every header it is given, so the protocol counts them. granian
+    (hyper) refuses them itself too, with 431 and no body, past its buffer (16 KiB and hyper's least, 8 KiB)."""
     within = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * (HEADER_BYTES - 200) + b"\r\n\r\n"
     with connect(slow_limits) as sock:
         sock.sendall(within)
@@ -185,7 +186,10 @@ def test_request_headers_past_16_kib_get_400_and_the_connection_is_closed(slow_l
             if select.select([sock], [], [], 0.05)[0]:
                 break
         received, took = read_all(sock)
-    assert received.startswith(b"HTTP/1.1 400 ") and received.endswith(b"Invalid HTTP request received.")
+    if stack.get("server") == "granian":
+        assert received.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+    else:
+        assert received.startswith(b"HTTP/1.1 400 ") and received.endswith(b"Invalid HTTP request received.")
     assert took < 0.4  # cut off at the limit, not by the header deadline
     assert httpx.get(f"{slow_limits}/health").status_code == 200
 
@@ -201,13 +205,20 @@ def test_request_headers_past_16_kib_get_400_and_the_connection_is_closed(slow_l
     ],
     ids=["length and chunked", "two lengths", "space before colon", "NUL in the target"],
 )
-def test_a_request_two_readers_could_read_two_ways_is_refused_and_runs_nothing(slow_limits, request_bytes):
+def test_a_request_two_readers_could_read_two_ways_is_refused_and_runs_nothing(
+    slow_limits, request_bytes, stack, request
+):
+    if stack.get("server") == "granian" and b"Transfer-Encoding" in request_bytes:
+        # hyper follows RFC 9112: it reads the body by Transfer-Encoding, drops Content-Length before the app sees
+        # it (so no guard can tell), runs the request and closes the connection. One reason granian is not
+        # adopted (docs/scaling.md); strict, so that a granian which refuses it shows here.
+        request.applymarker(pytest.mark.xfail(strict=True, reason="granian runs a request framed two ways"))
     live = httpx.get(f"{slow_limits}/health").json()["episodes"]
     with connect(slow_limits) as sock:
         sock.sendall(request_bytes)
         received, _ = read_all(sock)
     assert received.startswith(b"HTTP/1.1 400 ")
-    assert httpx.get(f"{slow_limits}/health").json() == {"status": "ok", "episodes": live}
+    assert httpx.get(f"{slow_limits}/health").json()["episodes"] == live
 
 
 def test_pipelined_requests_are_answered_in_order(slow_limits):

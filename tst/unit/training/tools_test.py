@@ -85,9 +85,35 @@ def test_a_parsed_call_goes_through_to_the_environment():
     assert session.environment.offers[0].product == "regup"
 
 
-def test_get_json_schema_refuses_it_instead_of_guessing():
+def test_get_json_schema_gives_the_schema_it_carries_wherever_transformers_and_trl_call_it():
+    from transformers.utils import chat_template_utils
+    from transformers.utils.chat_parsing import response_parser
+
+    schema_tool = SchemaTool(PUBLISHED, record)  # made with transformers loaded, it teaches get_json_schema
+    for module in (chat_template_utils, response_parser):
+        assert module.get_json_schema(schema_tool) == dict(schema_tool)
+        assert (
+            module.get_json_schema(schema_tool) is not schema_tool
+        )  # a plain dict, as get_json_schema returns
+    # Transformers' own, as this module imported it before: a SchemaTool has no docstring to guess a schema from.
+    assert get_json_schema.__module__ == chat_template_utils.__name__
     with pytest.raises(DocstringParsingException, match="has no docstring"):
-        get_json_schema(SchemaTool(PUBLISHED, record))
+        get_json_schema(schema_tool)
+
+
+def test_get_json_schema_still_reads_any_other_function_itself():
+    SchemaTool(PUBLISHED, record)
+    from transformers.utils import chat_template_utils
+
+    def offer(mw: float) -> str:
+        """Offer.
+
+        Args:
+            mw: Megawatts.
+        """
+        return ""
+
+    assert chat_template_utils.get_json_schema(offer) == get_json_schema(offer)
 
 
 def test_it_pickles_with_its_callable():
@@ -140,12 +166,26 @@ def test_an_async_tool_is_a_coroutine_function_on_312_and_later(version):
             module = importlib.util.module_from_spec(spec); sys.modules[name] = module; spec.loader.exec_module(module)
         async def call(name, arguments):
             return name + ":" + arguments["text"]
-        tool = module.AsyncSchemaTool({{"name": "note", "description": "", "inputSchema": {{}}}}, call)
+        published = {{"name": "note", "description": "", "inputSchema": {{}}}}
+        tool = module.AsyncSchemaTool(published, call)
         print(inspect.iscoroutinefunction(tool), asyncio.run(tool(text="hi")))
+        # Bound to an instance, as the factory binds it: TRL reads it through its `__func__`, which must be a
+        # coroutine function too (TRL <= 1.14 lists it as a bound method: inspect.getmembers(..., ismethod)).
+        class Environment:
+            async def note(self, /, **arguments): ...
+            def __init__(self):
+                self.note = module.AsyncSchemaTool(published, call, bound=(self, Environment.note))
+        instance = Environment()
+        found = dict(inspect.getmembers(instance, predicate=inspect.ismethod))["note"]
+        print(found is instance.note, inspect.iscoroutinefunction(found), asyncio.run(found(text="ho")))
+        try:
+            module.AsyncSchemaTool(published, call, bound=(instance, lambda self: None))
+        except TypeError as error:
+            print("refused:", "is not a coroutine function" in str(error))
         """
     )
     result = subprocess.run([python, "-c", script], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "True note:hi"
+    assert result.stdout.split("\n")[:3] == ["True note:hi", "True True note:ho", "refused: True"]
 
 
 def test_render_tools_uses_the_real_apply_chat_template():

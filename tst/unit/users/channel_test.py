@@ -78,11 +78,23 @@ def test_an_aside_is_kept_as_the_agents_words_but_never_published_nor_read_by_th
     assert ASIDE not in {tool["name"] for tool in Helpdesk.tools.published}
     with AgentEnv.local(Helpdesk).open() as session:
         session.reset()
-        assert session.call_tool(ASIDE, {"text": "Restarting it now."}) == ""
-        with pytest.raises(ToolArgumentError, match="text"):
-            session.call_tool(ASIDE, {"text": ""})
+        assert session.call_tool(ASIDE, {"text": "Restarting it now.", "calls": 1}) == ""
+        assert session.call_tool(ASIDE, {"calls": 2}) == ""  # a reply of calls alone: announced, no words
+        with pytest.raises(ToolArgumentError, match="calls"):
+            session.call_tool(ASIDE, {"text": "", "calls": -1})
         session.call_tool(USER_CHANNEL, {"message": "Restarted."})
         chat = session.environment.chat
         assert chat.asides == ["Restarting it now."]
         assert "Restarting it now." not in [message.text for message in chat.messages]  # what the user reads
         assert chat.agent_words()[-1] == "Restarting it now." and "Restarted." in chat.agent_words()
+
+
+def test_an_environment_may_end_the_episode_before_the_user_answers_the_agents_message():
+    class Strict(Helpdesk):
+        def before_user_reply(self) -> str | None:
+            return "no more turns"
+
+    with AgentEnv.local(Strict).open() as session:
+        session.reset()
+        assert session.call_tool(USER_CHANNEL, {"message": "Hello?"}) == ""
+        assert [message.role for message in session.environment.chat.messages][-2:] == ["user", "agent"]

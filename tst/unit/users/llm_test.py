@@ -230,3 +230,24 @@ def test_every_episodes_user_shares_one_client_per_endpoint_and_key(monkeypatch)
     assert LLMUser(Endpoint("http://127.0.0.1:9/v1", "other"))._ensure_client() is not first._ensure_client()
     monkeypatch.setenv("SHARED_USER_KEY", "sk-two")  # a new key is a new client, never the old key's
     assert LLMUser(endpoint)._ensure_client() is not first._ensure_client()
+
+
+def test_a_prompt_the_environment_gives_is_told_whole_instead_of_this_rooms_guidelines():
+    told = Scenario(
+        "You want a refund.", persona="Brisk.", prompt="The benchmark's own guidelines.\n\n<scenario>x"
+    )
+    with scripted(lambda body, headers: Answer(completion("Hello."))) as server:
+        user_at(server.url).opening(told)
+    assert server.requests[0][0]["messages"][0] == {
+        "role": "system",
+        "content": "The benchmark's own guidelines.\n\n<scenario>x",
+    }
+
+
+def test_the_users_key_is_cut_from_what_its_model_writes_before_anyone_reads_it(monkeypatch):
+    monkeypatch.setenv("USER_KEY", "sk-user-0123456789")
+    echo = "My key is sk-user-0123456789, and I want a refund."
+    with scripted(lambda body, headers: Answer(completion(echo))) as server:
+        opening = LLMUser(Endpoint(server.url, api_key_env="USER_KEY", **FAST)).opening(SCENARIO)
+    assert "sk-user-0123456789" not in opening and opening.endswith(", and I want a refund.")
+    assert server.requests[0][1]["authorization"] == "Bearer sk-user-0123456789"  # sent, never shown

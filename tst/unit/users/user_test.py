@@ -76,3 +76,12 @@ def test_a_chat_lists_what_the_agent_said():
         SCENARIO, [ChatMessage("agent", GREETING), ChatMessage("user", "hi"), ChatMessage("agent", "ok")]
     )
     assert chat.agent_texts() == [GREETING, "ok"]
+
+
+def test_once_the_agent_has_handed_it_over_a_scripted_user_answers_with_the_transfer_marker():
+    chat = Chat(SCENARIO, [ChatMessage("agent", GREETING), ChatMessage("user", "I want to cancel EHGLP3.")])
+    chat.messages.append(ChatMessage("agent", "One moment."))
+    assert ScriptedUser().reply(chat).text == "Yes."  # its script, while it has not been handed over
+    chat.transferred = True
+    assert ScriptedUser().reply(chat).text == TRANSFER
+    assert ScriptedUser(["hi"], then="ok").reply(chat).text == TRANSFER  # whatever its own script says

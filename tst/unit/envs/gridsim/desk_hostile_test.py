@@ -40,7 +40,7 @@ def test_a_task_id_that_tries_to_leave_the_bundle_is_an_unknown_task(no_file_is_
     session = LocalSession(GridSimDesk())
     with pytest.raises(UnscoredEpisodeError) as failed:
         session.reset(task_id=task_id)
-    assert str(failed.value).startswith("GridSimDesk could not score the episode of task_id=")
+    assert str(failed.value).startswith("GridSimDesk could not start the episode of task_id=")
     assert isinstance(failed.value.cause, BundleError) and str(failed.value).endswith(str(failed.value.cause))
     message = str(failed.value.cause)
     assert message.startswith("unknown task id ")

@@ -145,6 +145,55 @@ def test_every_tasks_reference_actions_score_1_and_change_the_database_exactly_w
         assert (oracle(episode.env.db) != base_dumps) == writes, task.id
 
 
+# A transfer only answers, as upstream's: what the agent does after it is scored.
+
+
+def transferred(task: Task, calls: list[dict[str, Any]], at: int, after: list[dict[str, Any]]) -> Any:
+    """`calls` with a transfer at `at`, then `after`; then the transfer said to the user, with what the task wants
+    said, whose marker ends the episode. Its score."""
+    episode = Episode(task.id)  # its user answers OK to anything, unless transferred
+    for call in [*calls[:at], TRANSFER_CALL, *calls[at:], *after]:
+        with contextlib.suppress(ToolError):
+            episode.session.call_tool(call["name"], call["arguments"])
+    info = task.evaluation_criteria.communicate_info if task.evaluation_criteria else None
+    said = "; ".join(info or []) + " YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
+    assert episode.call("message_user", message=said) == "###TRANSFER###"
+    return episode.session.score()
+
+
+TRANSFER_CALL = {"name": "transfer_to_human_agents", "arguments": {"summary": "The user asks for a human."}}
+
+
+def test_transferring_halfway_then_finishing_the_task_scores_1_on_every_airline_task(
+    airline: Tau2Airline,
+) -> None:
+    # Upstream scores 1 on 50 of 50 airline tasks; an episode that ended at the transfer scored 0 on 27.
+    for task in tasks(airline):
+        calls = actions(task)
+        score = transferred(task, calls, len(calls) // 2, [])
+        assert score.reward == 1.0, (task.id, score.breakdown)
+        assert score.breakdown["termination"] == "user_stop"
+
+
+def test_a_write_after_a_transfer_is_scored_on_every_airline_task_as_task_13_shows(
+    airline: Tau2Airline,
+) -> None:
+    # Task 13's shape: transfer, then cancel another reservation. Upstream scores 0; an episode that refused calls
+    # after the transfer scored 1.
+    db = airline.data.base
+    assert isinstance(db, AirlineDB)
+    for task in tasks(airline):
+        named = json.dumps(task.model_dump())
+        other = next(
+            key for key, r in db.reservations.items() if r.status != "cancelled" and key not in named
+        )
+        cancel = {"name": "cancel_reservation", "arguments": {"reservation_id": other}}
+        calls = actions(task)
+        score = transferred(task, calls, len(calls), [cancel])
+        assert score.reward == 0.0 and score.breakdown["parts"]["DB"]["reward"] == 0.0, task.id
+        assert other in score.breakdown["parts"]["DB"]["changed"]["reservations"]
+
+
 # COMMUNICATE: what the agent must say.
 
 
@@ -541,10 +590,11 @@ def test_reads_return_tau2_benchs_text(airline: Tau2Airline) -> None:
     assert len(airports) == 20 and airports[0] == {"iata": "SFO", "city": "San Francisco"}
 
 
-def test_transferring_ends_the_episode_as_the_agent_stopping(airline: Tau2Airline) -> None:
+def test_transferring_only_answers_and_the_episode_goes_on_as_upstreams(airline: Tau2Airline) -> None:
     episode = Episode()
     assert episode.call("transfer_to_human_agents", summary="Wants a human.") == "Transfer successful"
-    assert episode.session.ended() is not None and episode.env.termination == "agent_stop"
+    assert episode.session.ended() is None and episode.env.termination is None
+    assert episode.env.chat is not None and episode.env.chat.transferred
 
 
 # Failures: tau2-bench's words, in its order, and the database left as it was.
@@ -617,7 +667,7 @@ def test_the_fourth_booking_and_certificate_are_refused(airline: Tau2Airline, or
     assert sorted(episode.env.db.reservations.changed()) == ["HATHAT", "HATHAU", "HATHAV"]
 
 
-def test_a_certificate_paid_with_twice_fails_after_taking_what_came_before_it_as_tau2_bench_does(
+def test_a_certificate_paid_with_twice_fails_and_changes_nothing_where_tau2_bench_keeps_what_came_before_it(
     airline: Tau2Airline,
 ) -> None:
     db = airline.data.base
@@ -633,11 +683,29 @@ def test_a_certificate_paid_with_twice_fails_after_taking_what_came_before_it_as
         {"payment_id": arguments["payment_methods"][0]["payment_id"], "amount": price - 3},
     ]
     episode = Episode()
-    assert episode.fails("book_reservation", **arguments) == repr(certificate)
-    user = episode.env.db.users[user_id]
-    assert certificate not in user.payment_methods
-    assert user.payment_methods[gift].amount == db.users[user_id].payment_methods[gift].amount - 1
-    assert episode.env.db.changed() == {"users": {user_id}}  # no reservation, no seat taken
+    assert episode.fails("book_reservation", **arguments) == repr(certificate)  # tau2-bench's words
+    # tau2-bench has drawn the gift card down and used the certificate up by then, and keeps both; here the failed
+    # call changes nothing.
+    assert episode.env.db.changed() == {}
+
+
+def test_a_count_too_large_to_store_is_the_models_error_in_tau2_benchs_words_and_changes_nothing(
+    airline: Tau2Airline,
+) -> None:
+    # The issue's case: total_baggages=1e308 (an integer to the schema) took a seat and drew a gift card down before
+    # the reservation refused it, and the call failed as a 500.
+    db = airline.data.base
+    assert isinstance(db, AirlineDB)
+    user_id = some_user(db, certificates=0, gift_cards=1)
+    arguments = booking(db, user_id, count=1)
+    arguments["total_baggages"] = 1e308
+    episode = Episode()
+    with pytest.raises(ToolError) as refused:
+        episode.session.call_tool("book_reservation", arguments)
+    assert type(refused.value) is ToolError  # the model's error, not the tool's failure (ToolFailedError)
+    assert str(refused.value).startswith("1 validation error for Reservation\ntotal_baggages\n")
+    assert episode.env.db.changed() == {} and episode.env.errors == 1
+    assert episode.last().result == f"Error: {refused.value}"  # what tau2-bench's agent reads
 
 
 # calculate: Python's arithmetic, bounded.
@@ -666,6 +734,13 @@ def test_calculate_gives_what_eval_gives(expression: str) -> None:
 def test_calculate_refuses_whole_numbers_too_large_to_compute(expression: str) -> None:
     with pytest.raises(ToolError, match=f"would exceed {MAX_INTEGER_BITS} bits"):
         calculate(expression)
+
+
+def test_calculate_refuses_an_expression_too_deep_to_parse_in_words_the_model_can_use() -> None:
+    # Python 3.11's parser raises a MemoryError with no message at all, which the model read as an empty refusal.
+    with pytest.raises(ToolError) as refused:
+        calculate("-" * 100000 + "1")
+    assert str(refused.value) == "Parser stack overflowed - Python source too complex to parse"
 
 
 # The published schema, and calls that break it.

@@ -13,7 +13,7 @@ from agent_env import AgentEnv, EpisodeEndedError, ToolArgumentError, ToolError
 from agent_env._splits import split_to_play
 from agent_env.server.errors import DatasetNotFoundError
 from agent_env.session import Provider
-from agent_env.users import ASIDE, USER_CHANNEL, ScriptedUser
+from agent_env.users import ASIDE, TRANSFER, USER_CHANNEL, ScriptedUser
 
 USER = ScriptedUser(["Please mark task_1 completed."], then="Thanks. ###STOP###")
 
@@ -96,7 +96,7 @@ def test_an_aside_reaches_the_far_sides_record_and_counts_as_said(provider):
         with provider.open() as session:
             session.reset(task_id="update_task_with_initialization_data")
             if aside is not None:
-                session.call_tool(ASIDE, {"text": aside})
+                session.call_tool(ASIDE, {"text": aside, "calls": 1})
             session.call_tool("update_task_status", {"task_id": "task_2", "status": "completed"})
             session.call_tool(USER_CHANNEL, {"message": "Anything else?"})
             rewards.append(session.score().reward)
@@ -112,3 +112,79 @@ def test_a_served_environment_names_its_splits_when_a_split_is_missing(provider)
         provider.dataset_rows("train")
     assert raised.value.splits == ("base",)  # across the wire, so a default split falls back as in process
     assert split_to_play(provider.dataset_rows, None, ("train",), provider.name) == "base"
+
+
+def transfer_then_write(session: Any) -> None:
+    """τ²-bench's transfer, as eval plays it: one reply holds the transfer and a write after it, both run; the
+    user, told, writes its transfer marker, which ends the episode as the user stopping."""
+    session.reset(task_id="impossible_task_1")
+    session.call_tool(ASIDE, {"text": "", "calls": 2})
+    assert (
+        session.call_tool("transfer_to_human_agents", {"summary": "wants tasks deleted"})
+        == "Transfer successful"
+    )
+    assert session.ended() is None
+    session.call_tool("create_task", {"user_id": "user_1", "title": "After the transfer"})
+    assert session.call_tool(USER_CHANNEL, {"message": "You are being transferred."}) == TRANSFER
+    assert session.ended() is not None  # OpenEnv's wire says only that it is done
+
+
+def errors_past_the_limit_in_one_reply(session: Any) -> None:
+    """Eleven calls in one reply, the first ten failing (max_errors: 10): every one runs, and the episode ends
+    after the last, which changed the database."""
+    session.reset(task_id="create_task_1")
+    session.call_tool(ASIDE, {"calls": 11})
+    for _ in range(10):
+        with pytest.raises(ToolError):
+            session.call_tool("update_task_status", {"task_id": "task_9", "status": "completed"})
+        assert session.ended() is None
+    session.call_tool("create_task", {"user_id": "user_1", "title": "Important Meeting"})
+    assert session.ended() is not None
+
+
+def test_a_transfer_only_answers_and_what_follows_it_is_scored_wherever_the_episode_runs(provider):
+    with provider.open() as session:
+        transfer_then_write(session)
+        score = session.score()
+    assert score.reward == 0.0  # the write after the transfer changed the database the reference leaves
+    if score.breakdown is not None:
+        assert (
+            score.breakdown["termination"] == "user_stop"
+            and score.breakdown["parts"]["ACTION"]["reward"] == 1.0
+        )
+
+
+def test_every_call_of_a_reply_runs_and_a_limit_ends_the_episode_after_the_last_wherever_it_runs(provider):
+    with provider.open() as session:
+        errors_past_the_limit_in_one_reply(session)
+        score = session.score()
+    assert score.reward == 0.0
+    if score.breakdown is not None:
+        assert score.breakdown["ended"] == "the episode reached max_errors"
+
+
+@pytest.fixture(scope="module")
+def checks(request: pytest.FixtureRequest) -> Iterator[str]:
+    pytest.importorskip("uvicorn", reason="the server extra is not installed")
+    from agent_env.envs.tau2.mock import Tau2Mock
+    from agent_env.openenv import OpenEnvSurface
+    from agent_env.server.app import build_app
+    from tst.unit.server.running import running
+
+    with running(build_app(Tau2Mock, user=USER, reward="checks", surfaces=[OpenEnvSurface()])) as url:
+        yield url
+
+
+@pytest.mark.parametrize("surface", ["served", "openenv"])
+def test_the_checks_reward_travels_as_a_setting_and_is_what_the_episode_is_rewarded(checks, surface):
+    from agent_env.openenv import OpenEnvProvider
+    from agent_env.server.client import RemoteProvider
+
+    provider = RemoteProvider(checks) if surface == "served" else OpenEnvProvider(f"{checks}/openenv")
+    with provider.open() as session:  # DB x ACTION x ENV_ASSERTION; the user never dismisses its notification
+        session.reset(task_id="update_task_with_user_tools")
+        session.call_tool("update_task_status", {"task_id": "task_1", "status": "completed"})
+        score = session.score()
+    assert score.reward == pytest.approx(2 / 3)
+    if surface == "served":
+        assert score.breakdown is not None and score.breakdown["official_reward"] == 0.0

@@ -895,11 +895,12 @@ def paid_by_a_gift_card_then(base: RetailDB, source: str) -> Order:
     )
 
 
-def test_a_cancellation_that_fails_midway_keeps_the_refunds_made_before_as_upstream(
+def test_a_cancellation_that_fails_midway_changes_nothing_where_upstream_keeps_the_refunds_made_before(
     session: LocalSession, base: RetailDB
 ) -> None:
     # An order paid by gift card, then moved to a card the customer later lost: upstream refunds the gift card and
-    # then fails looking the card up, leaving the gift card refunded and the order as it was.
+    # then fails looking the card up, leaving the gift card refunded and the order as it was. Here the failed call
+    # changes nothing.
     env = session.environment
     assert isinstance(env, Tau2Retail)
     order = paid_by_a_gift_card_then(base, "credit_card")
@@ -917,15 +918,15 @@ def test_a_cancellation_that_fails_midway_keeps_the_refunds_made_before_as_upstr
     after = json.loads(run(session, "get_user_details", user_id=user.user_id))["payment_methods"][card_id][
         "balance"
     ]
-    assert after == round(before + order.payment_history[0].amount, 2)
+    assert after == before
     assert env.db.orders[order.order_id].model_dump() == history
 
 
-def test_a_payment_change_that_fails_midway_keeps_its_changes_as_upstream(
+def test_a_payment_change_that_fails_midway_changes_nothing_where_upstream_keeps_its_changes(
     session: LocalSession, base: RetailDB
 ) -> None:
     # The original method is gone when the refund to it is looked up: upstream has already added the new payment and
-    # refund to the history and charged the new gift card.
+    # refund to the history and charged the new gift card, and keeps them. Here the failed call changes nothing.
     env = session.environment
     assert isinstance(env, Tau2Retail)
     order = order_where(
@@ -939,19 +940,21 @@ def test_a_payment_change_that_fails_midway_keeps_its_changes_as_upstream(
     old, amount = order.payment_history[0].payment_method_id, order.payment_history[0].amount
     card = next(c for c in gift_cards(base.users[order.user_id]) if c.balance >= amount and c.id != old)
     del env.db.users.edit(order.user_id).payment_methods[old]
+    user_before = env.db.users[order.user_id].model_dump()
     with pytest.raises(ToolError, match=r"^Payment method not found$"):
         run(session, "modify_pending_order_payment", order_id=order.order_id, payment_method_id=card.id)
-    assert len(env.db.orders[order.order_id].payment_history) == 3
-    changed_card = env.db.users[order.user_id].payment_methods[card.id]
-    assert isinstance(changed_card, GiftCard) and changed_card.balance == round(card.balance - amount, 2)
+    assert env.db.orders[order.order_id].model_dump() == order.model_dump()
+    assert env.db.users[order.user_id].model_dump() == user_before
+    assert env.db.changed() == {"users": {order.user_id}}  # only what the test itself changed
 
 
-def test_transferring_answers_as_upstream_and_ends_the_episode(session: LocalSession) -> None:
+def test_transferring_answers_as_upstream_and_the_episode_goes_on(session: LocalSession) -> None:
     assert (
         run(session, "transfer_to_human_agents", summary="The customer asks for a human.")
         == "Transfer successful"
     )
-    assert session.ended() == "the agent transferred the user to a human agent"
+    assert session.ended() is None
+    assert json.loads(run(session, "list_all_product_types"))  # later calls run
 
 
 # Schemas.

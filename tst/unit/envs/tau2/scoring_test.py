@@ -4,8 +4,6 @@ assertions judged by a model only when one is given, and said to be left out oth
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from agent_env.envs.tau2.judge import verdicts
 from agent_env.errors import InfrastructureFailedError, JudgeEndpointError
 from agent_env.users import ASIDE, USER_CHANNEL
 from testbed.scripted import Answer, completion, scripted
+from tst.support import tau2_folder
 
 FAST = {"backoff": 0.001, "max_backoff": 0.01, "timeout": 5.0}
 
@@ -24,8 +23,7 @@ FAST = {"backoff": 0.001, "max_backoff": 0.01, "timeout": 5.0}
 def patched_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The mock domain with some tasks' criteria changed (a copy: the pinned files stay as they are): update_task_1
     scored DB x NL_ASSERTION, create_task_1_nl_eval NL_ASSERTION alone, create_task_1 with no criteria at all."""
-    root = tmp_path_factory.mktemp("tau2")
-    shutil.copytree(Path(os.environ["AGENT_ENV_TAU2_DATA"]) / "mock", root / "mock")
+    root = tau2_folder(tmp_path_factory.mktemp("tau2"), "mock")
     tasks = json.loads((root / "mock" / "tasks.json").read_text())
     for task in tasks:
         if task["id"] == "update_task_1":
@@ -187,7 +185,7 @@ def test_communicate_counts_an_aside_which_the_judge_reads_in_order_and_which_is
         )
         env = session.environment
         steps = env.steps
-        session.call_tool(ASIDE, {"text": aside})
+        session.call_tool(ASIDE, {"text": aside, "calls": 1})
         session.call_tool("update_task_status", {"task_id": "task_2", "status": "completed"})
         breakdown = session.score().breakdown
     assert breakdown["reward"] == 1.0 and breakdown["parts"]["COMMUNICATE"]["reward"] == 1.0
@@ -199,7 +197,7 @@ def test_communicate_counts_an_aside_which_the_judge_reads_in_order_and_which_is
     assert [call.name for call in env.calls][-1:] == ["update_task_status"] and ASIDE not in [
         c.name for c in env.calls
     ]
-    assert (env.steps - steps, env.errors) == (2, 0)  # the call's step only
+    assert (env.steps - steps, env.errors) == (2, 0)  # one message and its answer, as the call alone would be
 
 
 def test_a_task_with_no_evaluation_criteria_scores_1_whatever_the_episode_did_as_upstream(patched_data):

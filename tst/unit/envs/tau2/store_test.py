@@ -108,3 +108,47 @@ def test_a_table_must_hold_models_by_key():
 
     with pytest.raises(TypeError, match="table 'cards' must be a dict\\[str, Model\\] field"):
         Store(Odd(cards=[]))
+
+
+def test_undo_puts_every_table_back_as_it_was_at_the_savepoint(base):
+    store = WalletStore(base)
+    store.cards.edit("a").balance = 1.0  # changed before the savepoint: kept
+    before = {
+        name: {key: dumped(store.tables[name][key]) for key in store.tables[name]} for name in store.tables
+    }
+    store.savepoint()
+    store.cards.edit("a").balance = 2.0  # an own copy, changed in place
+    store.cards.edit("a").tags.append("x")
+    store.cards.edit("b").balance = 0.0  # a base entity, copied
+    store.owners.insert("z", Card(id="z", balance=9))  # a new one
+    assert store.undo() is True
+    after = {
+        name: {key: dumped(store.tables[name][key]) for key in store.tables[name]} for name in store.tables
+    }
+    assert after == before
+    assert store.changed() == {"cards": {"a"}} and store.cards["b"] is base.cards["b"]
+
+
+def test_savepoints_nest_and_a_released_one_is_undone_with_the_one_around_it(base):
+    store = WalletStore(base)
+    store.savepoint()
+    store.cards.edit("a").balance = 2.0
+    store.savepoint()
+    store.cards.edit("a").balance = 3.0
+    store.cards.edit("b").balance = 3.0
+    assert store.undo() is True  # the inner one: back to 2.0, b untouched
+    assert (store.cards["a"].balance, store.cards["b"] is base.cards["b"]) == (2.0, True)
+    store.savepoint()
+    store.owners.insert("z", Card(id="z", balance=1))
+    store.release()  # kept, for now
+    assert "z" in store.owners
+    assert store.undo() is True  # the outer one undoes the released one too
+    assert store.changed() == {} and store.cards["a"] is base.cards["a"]
+    store.savepoint()
+    assert store.undo() is False  # nothing changed
+
+
+def test_without_a_savepoint_nothing_is_noted(base):
+    store = WalletStore(base)
+    store.cards.edit("a").balance = 2.0
+    assert store.journal.levels == []
