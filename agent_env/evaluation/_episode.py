@@ -104,6 +104,15 @@ def unreadable_call(text: str) -> bool:
     return False
 
 
+def count_call_markup(text: str, faults: Counter[str]) -> None:
+    """Count a reply without calls whose text writes one: `unreadable_call` when its JSON does not read (the model's
+    malformed call), `unparsed_call` when it reads (the server ignored `tools` or cannot parse this model's calls)."""
+    if unreadable_call(text):
+        faults["unreadable_call"] += 1
+    elif CALL_MARKUP.search(text):
+        faults["unparsed_call"] += 1
+
+
 @dataclass(frozen=True)
 class Task:
     """One episode to play, the same in every arm.
@@ -348,10 +357,7 @@ class Player:
                     return ended
                 continue
             if not reply.tool_calls:
-                if unreadable_call(reply.content):
-                    faults["unreadable_call"] += 1
-                elif CALL_MARKUP.search(reply.content):
-                    faults["unparsed_call"] += 1
+                count_call_markup(reply.content, faults)
                 return "no_tool_calls"
             if reply.content.strip():
                 faults["text_with_calls"] += 1
@@ -384,6 +390,7 @@ class Player:
                 "here the episode is unscored, and --resume plays it again"
             )
             return "error"
+        count_call_markup(text, faults)  # τ²-bench's agent sends such a reply to the user as text, and so does this
         answer = await self._blocking(lambda: session.call_tool(USER_CHANNEL, {"message": text}))
         ended = self._ended(session, record)
         if answer or ended is None:  # no answer: the episode ended before the user could answer (a limit)
