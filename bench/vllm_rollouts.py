@@ -170,7 +170,8 @@ def eval_turns(url: str, model: Path) -> None:
             sampling=sampling, out=Path(folder) / "desk.jsonl",
         )  # fmt: skip
         elapsed = time.monotonic() - started
-        records = [json.loads(line) for line in (Path(folder) / "desk.jsonl").read_text().splitlines()[1:]]
+        lines = [json.loads(line) for line in (Path(folder) / "desk.jsonl").read_text().splitlines()]
+        records = [line for line in lines if line["type"] == "episode"]
     turns = sum(record["turns"] for record in records)
     bodies = []
     for record in records:

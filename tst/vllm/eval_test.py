@@ -35,8 +35,8 @@ UNREADABLE = forced([call("desk_brief", r'\{"hours": \[\}')])
 """A call whose JSON is broken (an array closed by a brace)."""
 
 
-def run(*arguments: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """`agent-env eval ...`; its JSON report and the lines of its file."""
+def run(*arguments: str) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """`agent-env eval ...`; its JSON report, and its file's first line (the run's settings) and episodes."""
     out = Path(arguments[arguments.index("--out") + 1])
     environment = {**os.environ, "COLUMNS": "200"}
     result = subprocess.run(
@@ -47,7 +47,9 @@ def run(*arguments: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         timeout=900,
     )
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout), [json.loads(line) for line in out.read_text().splitlines()]
+    header, *lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert header["type"] == "run" and lines[-1]["type"] == "summary"  # a finished run ends with its summary
+    return json.loads(result.stdout), header, [line for line in lines if line["type"] == "episode"]
 
 
 def calls_of(episode: dict[str, Any]) -> list[Call]:
@@ -62,12 +64,11 @@ def calls_of(episode: dict[str, Any]) -> list[Call]:
 
 def test_eval_plays_the_desk_with_the_calls_vllms_hermes_parser_returns(server_url, model, tmp_path):
     desk = AgentEnv.local("gridsim-desk")
-    report, lines = run(
+    report, header, episodes = run(
         "gridsim-desk", "--base-url", f"{server_url}/v1", "--episodes", "2", "--max-turns", "3",
         "--max-tokens", "160", "--temperature", "0", "--extra-body", json.dumps(structured_outputs(DESK_CALLS)),
         "--out", str(tmp_path / "desk.jsonl"),
     )  # fmt: skip
-    header, *episodes = lines
     assert header["model"] == str(model)  # the one model vLLM lists: its folder
     rows = {row["task_id"]: row for row in desk.provider.dataset_rows("test")}
     for episode in episodes:
@@ -93,7 +94,7 @@ def test_eval_plays_tau2_with_vllm_as_the_agent_and_as_the_user(server_url, mode
     user = {"base_url": f"{server_url}/v1", "max_tokens": 24, "extra_body": structured_outputs(TAU2_USER)}
     episodes = {}
     for name, pattern in (("calls", TAU2_CALLS_ONLY), ("text", TAU2_TEXT_ONLY)):
-        _, (header, episodes[name]) = run(
+        _, header, (episodes[name],) = run(
             "tau2-airline", "--split", "train", "--episodes", "1", "--max-turns", "3", "--max-tokens", "64",
             "--temperature", "0", "--base-url", f"{server_url}/v1", "-c", f"user={json.dumps(user)}",
             "--extra-body", json.dumps(structured_outputs(pattern)), "--out", str(tmp_path / f"{name}.jsonl"),
@@ -126,12 +127,11 @@ def test_a_call_whose_json_vllm_cannot_read_is_counted_as_the_models_not_as_a_se
     """vLLM's hermes parser hands on only the calls it can read: a reply holding one whose JSON is broken comes back
     as text, with no call, and the episode ends on it (as a TRL rollout does, whose parser cannot read it either).
     eval counts it as the model's `unreadable_call`; it used to say the server ignored tools."""
-    report, lines = run(
+    report, _, (episode,) = run(
         "gridsim-desk", "--base-url", f"{server_url}/v1", "--episodes", "1", "--max-turns", "2",
         "--max-tokens", "64", "--temperature", "0", "--extra-body", json.dumps(structured_outputs(UNREADABLE)),
         "--out", str(tmp_path / "unreadable.jsonl"),
     )  # fmt: skip
-    _, episode = lines
     assert (episode["calls"], episode["ended_by"], episode["faults"]) == (
         [],
         "no_tool_calls",
