@@ -193,8 +193,16 @@ _idle: list[_Worker] = []
 _started = 0
 
 
-def run_bounded(function: Callable[[], T], timeout: float | None) -> T:
+def run_bounded(
+    function: Callable[[], T],
+    timeout: float | None,
+    interrupted: Callable[[Overran], None] | None = None,
+) -> T:
     """`function()` on a worker thread, waited for no longer than `timeout` seconds (None: as long as it takes).
+
+    Interrupted while it waits (Ctrl-C reaches the waiting thread, never the worker), the caller stops waiting and
+    the call runs on, given up on as if out of time: `interrupted` hears of it first (to let go of what the call
+    will leave behind once it ends), then the interruption is raised.
 
     Raises:
         Overran: It ran longer; it runs on (a thread cannot be stopped), counted by `abandoned_calls()`.
@@ -207,7 +215,13 @@ def run_bounded(function: Callable[[], T], timeout: float | None) -> T:
         worker = _start_worker()
     worker.job = job
     worker.wake.release()
-    if not job.done.acquire(timeout=-1 if timeout is None else timeout):
+    try:
+        finished = job.done.acquire(timeout=-1 if timeout is None else timeout)
+    except BaseException:
+        if job.call.give_up() and interrupted is not None:
+            interrupted(Overran(job.call))
+        raise
+    if not finished:
         if job.call.give_up():
             raise Overran(job.call)
         job.done.acquire()  # it ended just as the wait did: its outcome stands

@@ -367,7 +367,7 @@ class LocalSession(Session):
         try:
             if is_coroutine:
                 return function(deadline.timeout())
-            return run_bounded(function, deadline.timeout())
+            return run_bounded(function, deadline.timeout(), partial(self._interrupted, action=action))
         except Overran as overran:
             raise self._overran(overran, action) from None
         finally:
@@ -393,6 +393,19 @@ class LocalSession(Session):
             abandoned_calls(),
         )
         return error
+
+    def _interrupted(self, overran: Overran, action: str) -> None:
+        """`action` was interrupted (Ctrl-C) while it ran on: what it did is unknown, so no episode runs and the
+        instance is retired as after a timeout (closed once the call returns, letting go of what it took), and the
+        next reset starts on a fresh one."""
+        self.state, self._retired = EpisodeState.NEW, True
+        overran.after(partial(_close_quietly, self.environment))
+        logger.warning(
+            "agent_env: %s of %s was interrupted %s; its instance is retired once it returns",
+            action,
+            type(self.environment).__name__,
+            self.where,
+        )
 
     def _time_out(self, error: CallTimeoutError, action: str) -> None:
         """End the episode on `action`, a call that did not finish in time: it is never scored."""

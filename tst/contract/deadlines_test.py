@@ -162,3 +162,26 @@ def test_a_reset_that_never_returns_could_not_start_its_episode(stuck, release):
         Path(release).touch()
         assert session.reset().startswith("Count")
     assert eventually(lambda: stuck_calls() == 0)
+
+
+def test_ctrl_c_during_a_call_in_process_retires_its_instance_and_the_next_reset_starts_afresh(release):
+    # Ctrl-C reaches the thread waiting on the call, never the worker running it: the call runs on, given up on
+    import os
+    import signal
+    import threading
+
+    from agent_env.session import EpisodeState
+
+    with LocalProvider(StuckDesk, **LIMITS).open() as session:
+        session.reset(release=release)
+        session.call_tool("add", {})
+        old = session.environment
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            session.call_tool("hang", {})
+        assert session.state is EpisodeState.NEW and abandoned_calls() == 1  # what it did is unknown
+        session.reset(release=release)
+        assert session.environment is not old and session.call_tool("add", {}) == "1"
+        Path(release).touch()
+        assert eventually(lambda: abandoned_calls() == 0)
+        assert old.count == 101 and session.reward() == 1.0  # the late call changed only the retired instance

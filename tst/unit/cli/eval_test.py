@@ -238,7 +238,8 @@ def test_the_call_timeout_and_the_episode_budget_bound_an_environment_in_this_pr
         )  # fmt: skip
     (tmp_path / "release").touch()
     assert result.exit_code == 1, result.output  # no episode was scored
-    (episode,) = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
+    *_, episode, summary = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert summary["type"] == "summary"
     assert (episode["ended_by"], episode["faults"]) == ("error", {"call_timeout": 1})
     assert "did not finish within its call timeout of 0.3 s" in episode["transcript"][-1]["content"]
 
