@@ -390,7 +390,8 @@ class Player:
                 "here the episode is unscored, and --resume plays it again"
             )
             return "error"
-        count_call_markup(text, faults)  # τ²-bench's agent sends such a reply to the user as text, and so does this
+        # a call written as text is counted, and goes to the user as text, as τ²-bench's agent sends it
+        count_call_markup(text, faults)
         answer = await self._blocking(lambda: session.call_tool(USER_CHANNEL, {"message": text}))
         ended = self._ended(session, record)
         if answer or ended is None:  # no answer: the episode ended before the user could answer (a limit)

@@ -124,8 +124,8 @@ def test_a_reply_with_neither_text_nor_calls_ends_the_episode_unscored_and_count
 @pytest.mark.parametrize(
     ("text", "fault"),
     [
-        ('<tool_call>\n{"name": "create_task", "arguments": {"user_id": [}}\n</tool_call>', "unreadable_call"),
-        ('<tool_call>\n{"name": "create_task", "arguments": {"user_id": "user_1"}}\n</tool_call>', "unparsed_call"),
+        ('<tool_call>\n{"name": "create_task", "arguments": {"title": [}}\n</tool_call>', "unreadable_call"),
+        ('<tool_call>\n{"name": "create_task", "arguments": {"title": "x"}}\n</tool_call>', "unparsed_call"),
     ],
 )
 def test_a_call_written_as_text_goes_to_the_user_as_upstream_sends_it_and_is_counted(tmp_path, text, fault):
@@ -136,7 +136,7 @@ def test_a_call_written_as_text_goes_to_the_user_as_upstream_sends_it_and_is_cou
     assert episode["faults"] == {fault: 1} and episode["calls"] == []
     assert simulated.requests[-1][0]["messages"][-1] == {"role": "user", "content": text}
     assert episode["ended_by"] == "ended"
-    ignored = [note for note in report.notes if note.startswith("no reply carried a tool call the server parsed")]
+    ignored = [note for note in report.notes if note.startswith("no reply carried a tool call the server")]
     assert bool(ignored) == (fault == "unparsed_call")  # the run says the server ignores tools
 
 
