@@ -129,7 +129,7 @@ DESK_CALLS = forced(
     [
         call("desk_brief"),
         call("submit_dam_offers", literal(SUBMISSION)),
-        call("price_history", r'\{"days": [1-7]\}'),
+        call("price_history", r'\{"days": [12]\}'),  # a day or two (a week's prices: 850 tokens to train on)
         call("submit_dam_offers", literal(MALFORMED)),
         call("price_history", r'\{"days": [89]\}'),  # above the schema's maximum of 7
         call("battery_status", literal({"verbose": True})),  # an argument the tool does not take
