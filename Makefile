@@ -8,7 +8,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 RUN := $(UV) run --frozen
 UV_READY := $(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 
-.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test ors-test hosts-test vllm-test matrix lint format bench soak demo mcp-example tau2-upstream
+.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test ors-test hosts-test vllm-test vllm-bench matrix lint format bench soak demo mcp-example tau2-upstream
 
 # Everything uv.lock pins: every extra and the dev group (TRL, torch, the test and lint tools).
 $(VENV)/.installed: pyproject.toml uv.lock
@@ -93,6 +93,12 @@ vllm-test:
 	@$(UV_READY)
 	@python=$$($(PYTHON) -m testbed.vllm_venv) && echo "$$python -m pytest tst/vllm --durations=8" && $$python -m pytest tst/vllm --durations=8
 
+# AsyncGRPO's rollouts (τ²-airline against a do-nothing environment) and eval's turns against vLLM on the CPU, in the
+# vLLM tier's venv (docs/training.md, "Measured on a CPU"); apart from `bench`, which needs no vLLM.
+vllm-bench:
+	@$(UV_READY)
+	@python=$$($(PYTHON) -m testbed.vllm_venv) && PYTHONPATH=. $$python bench/vllm_rollouts.py
+
 # The unit, TRL and MCP tiers in a clean venv per supported combination (.ci/matrix.py): the floors on Python 3.11,
 # uv.lock's newest on 3.12 and 3.13. Venvs are cached in .cache/matrix and rebuilt when their inputs change.
 ROWS ?=
@@ -113,7 +119,7 @@ demo: $(VENV)/.demo-installed
 	$(UV) run --frozen --no-sync agent-env demo
 
 bench: install
-	@for script in $(filter-out bench/soak.py bench/tau2_upstream.py bench/_%,$(wildcard bench/*.py)); do \
+	@for script in $(filter-out bench/soak.py bench/tau2_upstream.py bench/vllm_rollouts.py bench/_%,$(wildcard bench/*.py)); do \
 		echo "== $$script"; PYTHONPATH=. $(RUN) python $$script || exit 1; done
 
 soak: install
