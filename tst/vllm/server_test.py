@@ -134,3 +134,25 @@ def test_a_server_ends_when_the_process_that_started_it_is_killed(tmp_path):
         starter.kill()
         for pid in marked(MARK, str(port)):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_what_eval_meets_in_vllm_that_its_stubs_did_not(server_url, model):
+    """vLLM refuses `"tools": []` (so eval sends no `tools` for a model without any: a simulated user), and it seeds
+    each request's sampling with the request's `seed` (so eval gives each reply of an episode a seed of its own: one
+    seed for all would draw every reply with the same random numbers)."""
+    refused = requests.post(
+        f"{server_url}/v1/chat/completions",
+        json={
+            "model": str(model),
+            "messages": [{"role": "user", "content": "Hi."}],
+            "tools": [],
+            "max_tokens": 4,
+        },
+        timeout=300,
+    )
+    assert refused.status_code == 400
+    drawn = [
+        chat(server_url, model, max_tokens=12, temperature=1.0, seed=seed)["message"]["content"]
+        for seed in (7, 7, 8)
+    ]
+    assert drawn[0] == drawn[1] != drawn[2]
