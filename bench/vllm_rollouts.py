@@ -91,8 +91,11 @@ class Value:
 
 def rollouts(factory: Any, dataset: Any, model: Path, tokenizer: Any, url: str) -> dict[str, float]:
     """Run TRL's rollout loop for `SECONDS` on `factory`'s environments; its metrics, summed."""
+    from accelerate.state import PartialState
     from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop
 
+    PartialState()  # as TRL's worker process does first: the loop logs through accelerate's logger
+    failed = threading.Event()
     metrics: queue.Queue[dict[str, Any]] = queue.Queue()
     buffer: queue.Queue[Any] = queue.Queue()
     loop = _AsyncRolloutLoop(
@@ -104,7 +107,7 @@ def rollouts(factory: Any, dataset: Any, model: Path, tokenizer: Any, url: str) 
         rollout_buffer=buffer,
         model_version_value=Value(0),
         heartbeat_value=Value(0.0),
-        failed_event=threading.Event(),
+        failed_event=failed,
         exception_info_queue=queue.Queue(),
         metrics_queue=metrics,
         environment_factory=factory,
@@ -117,7 +120,9 @@ def rollouts(factory: Any, dataset: Any, model: Path, tokenizer: Any, url: str) 
     thread = threading.Thread(target=loop.run)
     started = time.monotonic()
     thread.start()
-    time.sleep(SECONDS)
+    thread.join(SECONDS)
+    if failed.is_set() or not thread.is_alive():
+        raise RuntimeError("TRL's rollout loop stopped before its time (its error is printed above)")
     loop._loop.call_soon_threadsafe(loop._stop_event.set)
     thread.join()
     elapsed = time.monotonic() - started
@@ -207,6 +212,8 @@ def main() -> None:
 
     from testbed.vllm_server import VLLMServer, served_model, tiny_qwen3
 
+    airline = AgentEnv.local("tau2-airline")  # τ²-bench's data first: without it, this fails in seconds
+    dataset = airline.dataset("train").select(range(1))
     with tempfile.TemporaryDirectory(prefix="vllm-bench-") as folder:
         given = os.environ.get("AGENT_ENV_VLLM_SERVER")
         server = None
@@ -218,8 +225,6 @@ def main() -> None:
             url = server.url()
         try:
             tokenizer = AutoTokenizer.from_pretrained(model)
-            airline = AgentEnv.local("tau2-airline")
-            dataset = airline.dataset("train").select(range(1))
             print(
                 f"AsyncGRPO's rollout loop (TRL's own metrics), {IN_FLIGHT} rollouts in flight, {SECONDS:.0f} s each:"
             )
