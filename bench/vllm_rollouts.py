@@ -4,8 +4,9 @@ Run in the vLLM tier's venv (testbed/vllm_venv.py; the script re-runs itself the
 vLLM server (vLLM's CPU build serving a tiny random Qwen3 with the real Qwen3 tokenizer; `AGENT_ENV_VLLM_SERVER`
 names a running one, else one is started and stopped). Measured in this run:
 
-1. TRL's rollout loop, `_AsyncRolloutLoop` (what AsyncGRPO's rollout worker runs), for `SECONDS` each, generating
-   through vLLM with sampling held to τ²-airline's calls (testbed/forced_calls.py, TAU2_CALLS), on
+1. TRL's rollout loop, `_AsyncRolloutLoop` (what AsyncGRPO's rollout worker runs), `ROUNDS` times `SECONDS` an
+   arm, the arms in turn, generating through vLLM with sampling held to τ²-airline's calls (testbed/forced_calls.py,
+   TAU2_CALLS), on
    - `tau2-airline` through `env.factory` (the scripted user), and
    - the baseline, a do-nothing environment showing the model the same tools and answering every call, reset and
      reward at once.
@@ -34,8 +35,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SECONDS = 90.0
-"""How long each arm of the rollout loop runs."""
+SECONDS = 45.0
+"""How long each arm of the rollout loop runs in each round."""
+ROUNDS = 2
+"""The arms take turns (A B A B), so neither has the server's warm-up or a quieter minute of the machine alone."""
 IN_FLIGHT = 4
 EVAL_EPISODES = 8
 
@@ -183,7 +186,9 @@ def eval_turns(url: str, model: Path) -> None:
         messages = record["transcript"]
         for index, message in enumerate(messages):
             if message["role"] == "assistant":
-                bodies.append({"model": str(model), "messages": messages[:index], "tools": tools})
+                turn = sum(earlier["role"] == "assistant" for earlier in messages[:index]) + 1
+                fields = sampling.fields(0, turn)  # what eval sent: its limit, its structured outputs
+                bodies.append({"model": str(model), "messages": messages[:index], "tools": tools, **fields})
     del result
 
     async def post_all() -> float:
@@ -226,11 +231,18 @@ def main() -> None:
         try:
             tokenizer = AutoTokenizer.from_pretrained(model)
             print(
-                f"AsyncGRPO's rollout loop (TRL's own metrics), {IN_FLIGHT} rollouts in flight, {SECONDS:.0f} s each:"
+                f"AsyncGRPO's rollout loop (TRL's own metrics), {IN_FLIGHT} rollouts in flight, {ROUNDS} rounds of "
+                f"{SECONDS:.0f} s an arm, the arms in turn:"
             )
+            arms: dict[str, Any] = {"do-nothing": Idle, "tau2-airline": airline.factory}
+            summed: dict[str, dict[str, float]] = {name: defaultdict(float) for name in arms}
             with StructuredOutputsProxy(url, structured_outputs(TAU2_CALLS)) as proxy:
-                idle = report("do-nothing", rollouts(Idle, dataset, model, tokenizer, proxy.url))
-                tau2 = report("tau2-airline", rollouts(airline.factory, dataset, model, tokenizer, proxy.url))
+                for _ in range(ROUNDS):
+                    for name, factory in arms.items():
+                        for key, value in rollouts(factory, dataset, model, tokenizer, proxy.url).items():
+                            summed[name][key] += value
+            idle = report("do-nothing", summed["do-nothing"])
+            tau2 = report("tau2-airline", summed["tau2-airline"])
             if idle[0]:
                 print(
                     f"  tau2-airline runs {tau2[0] / idle[0]:.0%} of the do-nothing environment's episodes/s"
