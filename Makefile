@@ -53,8 +53,12 @@ mcp-servers: $(MCP_SERVERS)/.installed
 
 # The suite includes tst/unit/cli/demo_test.py, which runs `agent-env demo` as `make demo` does, and tst/mcp, which
 # runs the MCP servers above. The hosts and vLLM tiers are targets of their own (below): root, and a venv of its own.
+# Two workers (pytest-xdist), a test file each at a time: much of the suite waits on servers, timeouts and child
+# processes, so a second worker fills a core the first leaves idle (docs/testing.md has the figures).
+WORKERS ?= 2
+PARALLEL := -n $(WORKERS) --dist loadfile
 test: install mcp-servers
-	$(RUN) pytest tst --ignore=tst/hosts --ignore=tst/vllm
+	$(RUN) pytest tst --ignore=tst/hosts --ignore=tst/vllm $(PARALLEL) --durations=15
 
 unit-test: install
 	$(RUN) pytest tst/unit

@@ -40,6 +40,7 @@ TIERS = [
     "tst/trl",
     "tst/mcp",
 ]  # the unit, TRL and MCP tiers; `make test` runs the rest on the locked versions
+PARALLEL = ["-n", "2", "--dist", "loadfile"]  # two workers, a test file each at a time, as `make test` runs
 BUILD = "1"  # bump when the build steps change, so every cached venv is rebuilt
 MAIN = ["trl", "transformers", "torch"]  # the training stack; every direct dependency is listed after these
 
@@ -285,7 +286,7 @@ def run(rows: list[Row]) -> int:
             continue
         print_versions(row)
         print(f"[{row.name}] pytest {' '.join(TIERS)}", flush=True)
-        code = run_in(row, ["-m", "pytest", *TIERS, "-p", "no:cacheprovider"], check=False)
+        code = run_in(row, ["-m", "pytest", *TIERS, *PARALLEL, "-p", "no:cacheprovider"], check=False)
         minutes = (time.monotonic() - started) / 60
         results.append((row, f"{'passed' if code == 0 else 'FAILED'} in {minutes:.1f} min (Python {found})"))
     print("\nmake matrix:")

@@ -1,6 +1,6 @@
 """Episodes `agent-env eval` plays for `bench/tau2_upstream.py`: the agent's replies scripted per task (transfers,
 and replies whose calls pass a limit), answered by a scripted OpenAI-compatible server, each run through the real
-`evaluate` with the scripted user; and each played episode as tau2-bench records one (its messages), to score again
+`evaluate` with the scripted user (telecom's base split, its user never working its phone); and each played episode as tau2-bench records one (its messages), to score again
 with its `evaluate_simulation` and to replay through its own orchestrator.
 
 The shapes, each for every task of a domain:
@@ -38,6 +38,7 @@ FAILING = {  # a call that fails in each domain, whatever the task
     "airline": ("get_reservation_details", {"reservation_id": "NOPE00"}),
     "retail": ("get_order_details", {"order_id": "#W0000000"}),
     "mock": ("update_task_status", {"task_id": "task_99", "status": "completed"}),
+    "telecom": ("get_customer_by_id", {"customer_id": "C0000"}),
 }
 TRANSFER_SUMMARY = {"summary": "The user asks for a human agent."}
 
@@ -108,6 +109,10 @@ def untouched_write(domain: str, task: Task, base: Any) -> tuple[str, dict[str, 
             (key for key, o in base.orders.items() if o.status == "pending" and key not in named), None
         )
         return ("cancel_pending_order", {"order_id": found, "reason": "no longer needed"}) if found else None
+    if (
+        domain == "telecom"
+    ):  # its rewards assert on the two sides' state, which another customer's line never is
+        return None
     return ("create_task", {"user_id": "user_1", "title": "Not asked for"})
 
 
@@ -135,6 +140,13 @@ class Agent:
         return Answer(completion(planned["content"], tool_calls=calls or None))
 
 
+class Speaking(ScriptedUser):
+    """A scripted user who never calls its own tools (telecom's phone): the shapes here are the agent's."""
+
+    def reply(self, chat: Any, tools: Any = (), run_tool: Any = None) -> Any:
+        return super().reply(chat)
+
+
 class Player:
     """Plays plans through `evaluate` against one scripted server, with the scripted user."""
 
@@ -147,9 +159,9 @@ class Player:
 
     def play(self, task: Task, plan: Plan) -> dict[str, Any]:
         """The episode's JSONL record."""
-        user = ScriptedUser(
-            [task.scenario().script[0]]
-        )  # its opening, then it stops (or, transferred, says so)
+        # its opening, then it stops (or, transferred, says so), never working its phone (telecom's): the
+        # orchestrator's replayed user says words only
+        user = Speaking([task.scenario().script[0]])
         env = AgentEnv.local(f"tau2-{self.domain}", user=user, **plan.config)
         row = next(row for row in env.provider.dataset_rows("base") if row["task_id"] == task.id)
         self.agent.start(plan.replies)

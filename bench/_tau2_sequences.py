@@ -15,8 +15,9 @@ from agent_env.envs.tau2.tasks import Task
 Call = tuple[str, str, dict[str, Any]]
 """One call of a sequence: (requestor, tool name, arguments)."""
 Step = tuple[str, str, str, dict[str, Any]]
-"""One step of an episode: ("call", requestor, name, arguments), ("say", "", text, {}) (a message to the user), or
-("aside", "", text, {}) (text in the same message as the agent's call that follows it, which no user reads)."""
+"""One step of an episode: ("call", requestor, name, arguments), ("say", "", text, {}) (a message to the user),
+("aside", "", text, {}) (text in the same message as the agent's call that follows it, which no user reads), or
+("ask", "", text, {}) (a message asking the scripted user to make its own calls, which it makes in its reply)."""
 
 
 def reference(task: Task) -> list[Call]:
@@ -134,10 +135,38 @@ def mock_changes(db: Any, name: str, arguments: dict[str, Any]) -> Iterator[tupl
         yield key, new
 
 
+def telecom_changes(db: Any, name: str, arguments: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    customer = db.customers.get(arguments.get("customer_id", ""))
+    for key, value in arguments.items():
+        new = copy.deepcopy(arguments)
+        if key == "customer_id":
+            new[key] = next(other for other in db.customers if other != value)
+        elif key == "line_id":
+            others = [line for line in (customer.line_ids if customer else []) if line != value]
+            new[key] = others[0] if others else "L1004"
+        elif key == "bill_id":
+            others = [bill for bill in (customer.bill_ids if customer else []) if bill != value]
+            new[key] = others[0] if others else "B1004"
+        elif key == "gb_amount":
+            new[key] = value + 1.0
+        elif key == "mode":
+            new[key] = "4g_only" if value != "4g_only" else "3g_only"
+        elif key == "app_name":
+            new[key] = "browser" if value != "browser" else "messaging"
+        elif key == "permission":
+            new[key] = "storage" if value != "storage" else "sms"
+        elif isinstance(value, str):
+            new[key] = f"{value} B"
+        else:
+            continue
+        yield key, new
+
+
 CHANGES: dict[str, Callable[[Any, str, dict[str, Any]], Iterator[tuple[str, dict[str, Any]]]]] = {
     "airline": airline_changes,
     "retail": retail_changes,
     "mock": mock_changes,
+    "telecom": telecom_changes,
 }
 
 EXPRESSIONS = [
@@ -531,10 +560,188 @@ class MockFuzz:
         )
 
 
+class TelecomFuzz:
+    """Sequences of the agent's account calls and the user's phone calls, on every customer (their own lines and
+    bills, and other customers'), bills in every status, plans, devices and unknown ids: refuels in whole and
+    fractional GB (and none, which the schema refuses), suspensions and resumptions, roaming both ways, payment
+    requests the user then checks and pays; every phone setting switched, APN settings set (broken too), network
+    modes (one the schema refuses), apps and permissions real and not, in any case."""
+
+    APPS = ("messaging", "browser", "messaging", "camera")
+    PERMISSIONS = ("sms", "storage", "SMS", "network", "phone", "camera")
+    MODES = ("4g_5g_preferred", "4g_only", "3g_only", "2g_only", "4g_5g_preferred", "5g_only")
+    APNS: tuple[dict[str, Any], ...] = (
+        {"apn_name": "internet"},
+        {"apn_name": "broken"},
+        {},
+        {"apn_name": "internet", "mmsc_url": None},
+        {"apn_name": "internet", "reset_at_reboot": True, "mms_port": 8080},
+        {"apn_name": "bogus"},
+    )
+    READS = (
+        "check_status_bar",
+        "check_network_status",
+        "check_network_mode_preference",
+        "run_speed_test",
+        "check_sim_status",
+        "check_data_restriction_status",
+        "check_apn_settings",
+        "check_wifi_status",
+        "check_wifi_calling_status",
+        "check_vpn_status",
+        "check_installed_apps",
+        "can_send_mms",
+        "check_payment_request",
+    )
+    SWITCHES = (
+        "toggle_airplane_mode",
+        "reseat_sim_card",
+        "toggle_data",
+        "toggle_roaming",
+        "toggle_data_saver_mode",
+        "reset_apn_settings",
+        "toggle_wifi",
+        "toggle_wifi_calling",
+        "connect_vpn",
+        "disconnect_vpn",
+        "reboot_device",
+        "make_payment",
+    )
+
+    def __init__(self, db: Any, rng: random.Random) -> None:
+        self.rng = rng
+        self.customers = list(db.customers.values())
+        self.ids = [*db.customers, *db.lines, *db.bills, *db.plans, *db.devices]
+        self.customer = rng.choice(self.customers[:3] * 3 + self.customers)
+        self.all_lines, self.all_bills = list(db.lines), list(db.bills)
+
+    def sequence(self) -> list[Call]:
+        agent = [
+            self.lookup,
+            self.details,
+            self.line_change,
+            self.line_change,
+            self.bills,
+            self.payment_request,
+            self.refuel,
+            self.refuel,
+        ]
+        user = [self.read, self.switch, self.switch, self.phone_setting]
+        calls: list[Call] = []
+        for _ in range(self.rng.randint(1, 8)):
+            calls.extend(self.rng.choice(agent if self.rng.random() < 0.45 else user)())
+        if self.rng.random() < 0.05:
+            calls.append(TRANSFER)
+        return calls
+
+    def customer_id(self) -> str:
+        return self.customer.customer_id if self.rng.random() < 0.92 else self.rng.choice(["C9999", "C1002"])
+
+    def line_id(self) -> str:
+        own = self.customer.line_ids
+        if own and self.rng.random() < 0.8:
+            return str(self.rng.choice(own))
+        return self.rng.choice([*self.all_lines, "L9999"])
+
+    def bill_id(self) -> str:
+        own = self.customer.bill_ids
+        if own and self.rng.random() < 0.8:
+            return str(self.rng.choice(own))
+        return self.rng.choice([*self.all_bills, "B9999"])
+
+    def lookup(self) -> list[Call]:
+        pick = self.rng.random()
+        if pick < 0.35:
+            numbers = [self.customer.phone_number, "555-123-2002", "555-123-2004", "555-000-0000"]
+            return [("assistant", "get_customer_by_phone", {"phone_number": self.rng.choice(numbers)})]
+        if pick < 0.7:
+            return [("assistant", "get_customer_by_id", {"customer_id": self.customer_id()})]
+        name = self.customer.full_name
+        return [
+            (
+                "assistant",
+                "get_customer_by_name",
+                {
+                    "full_name": name.upper() if self.rng.random() < 0.3 else name,
+                    "dob": self.customer.date_of_birth if self.rng.random() < 0.8 else "1900-01-01",
+                },
+            )
+        ]
+
+    def details(self) -> list[Call]:
+        wanted = self.rng.choice([*self.ids, "X1001", "L9999", "", "c1001"])
+        return [("assistant", "get_details_by_id", {"id": wanted})]
+
+    def line_change(self) -> list[Call]:
+        name = self.rng.choice(
+            ["suspend_line", "resume_line", "enable_roaming", "disable_roaming", "get_data_usage"]
+        )
+        arguments: dict[str, Any] = {"customer_id": self.customer_id(), "line_id": self.line_id()}
+        if name == "suspend_line":
+            arguments["reason"] = self.rng.choice(["travelling", "lost phone"])
+        return [("assistant", name, arguments)]
+
+    def bills(self) -> list[Call]:
+        arguments: dict[str, Any] = {"customer_id": self.customer_id()}
+        if self.rng.random() < 0.4:
+            arguments["limit"] = self.rng.choice([1, 2, 0, -1, 50])
+        return [("assistant", "get_bills_for_customer", arguments)]
+
+    def payment_request(self) -> list[Call]:
+        calls: list[Call] = [
+            (
+                "assistant",
+                "send_payment_request",
+                {"customer_id": self.customer_id(), "bill_id": self.bill_id()},
+            )
+        ]
+        if self.rng.random() < 0.6:
+            calls.append(("user", "check_payment_request", {}))
+        if self.rng.random() < 0.6:
+            calls.append(("user", "make_payment", {}))
+        return calls
+
+    def refuel(self) -> list[Call]:
+        amount = self.rng.choice([2.0, 2, 0.5, 1, 3.7, 0, -1.0])
+        return [
+            (
+                "assistant",
+                "refuel_data",
+                {"customer_id": self.customer_id(), "line_id": self.line_id(), "gb_amount": amount},
+            )
+        ]
+
+    def read(self) -> list[Call]:
+        return [("user", self.rng.choice(self.READS), {})]
+
+    def switch(self) -> list[Call]:
+        return [("user", self.rng.choice(self.SWITCHES), {})]
+
+    def phone_setting(self) -> list[Call]:
+        pick = self.rng.random()
+        if pick < 0.3:
+            return [("user", "set_network_mode_preference", {"mode": self.rng.choice(self.MODES)})]
+        if pick < 0.5:
+            return [("user", "set_apn_settings", {"apn_settings": copy.deepcopy(self.rng.choice(self.APNS))})]
+        app = self.rng.choice(self.APPS)
+        if pick < 0.7:
+            return [
+                ("user", self.rng.choice(["check_app_status", "check_app_permissions"]), {"app_name": app})
+            ]
+        return [
+            (
+                "user",
+                "grant_app_permission",
+                {"app_name": app, "permission": self.rng.choice(self.PERMISSIONS)},
+            )
+        ]
+
+
 FUZZ: dict[str, Callable[[Any, random.Random], list[Call]]] = {
     "airline": lambda db, rng: AirlineFuzz(db, rng).sequence(),
     "retail": lambda db, rng: RetailFuzz(db, rng).sequence(),
     "mock": lambda db, rng: MockFuzz(db, rng).sequence(),
+    "telecom": lambda db, rng: TelecomFuzz(db, rng).sequence(),
 }
 """Each domain's fuzzer: one sequence from the base database and a seeded generator."""
 
@@ -576,6 +783,91 @@ def episodes(domain: str, task: Task, base: Any, writes: set[str]) -> Iterator[t
                 steps([*calls[:index], (requestor, name, changed), *calls[index + 1 :]], True),
                 True,
             )
+            break
+
+
+ASKS = {
+    "toggle_airplane_mode": "Could you toggle airplane mode on your phone?",
+    "toggle_data": "Could you toggle your mobile data?",
+    "toggle_roaming": "Could you toggle data roaming on your phone?",
+    "toggle_data_saver_mode": "Could you toggle data saver?",
+    "toggle_wifi_calling": "Could you toggle Wi-Fi calling?",
+    "set_network_mode_preference": "Could you set your network mode preference to 4G/5G preferred?",
+    "reseat_sim_card": "Could you take out your SIM card and put it back in?",
+    "reset_apn_settings": "Could you reset your APN settings?",
+    "reboot_device": "Could you restart your phone?",
+    "disconnect_vpn": "Could you disconnect your VPN?",
+    "make_payment": "I have sent you a payment request: could you make the payment?",
+    "grant_app_permission": "Could you give the {app_name} app the {permission} permission?",
+}
+"""How the scripted episodes ask the user for each of its reference calls, in an agent's words."""
+
+
+def ask(name: str, arguments: dict[str, Any]) -> str:
+    return ASKS[name].format(**arguments)
+
+
+def telecom_episodes(task: Task, base: Any, writes: set[str]) -> Iterator[tuple[str, list[Step], bool, bool]]:
+    """A telecom task's scripted episodes: (what, steps, end by the user stopping, solo). The reference played with
+    the scripted user making its calls when asked, one message each, and all in one message (the user then stops);
+    the reference's calls made directly, the user's as a user's (the agent then ends it: the scripted user, not
+    having made its calls, would hold on); each write dropped, and the first argument of each changed; and the
+    reference in solo mode, the agent making every call, without each write too."""
+    calls = reference(task)
+
+    def asked(calls: list[Call]) -> list[Step]:
+        return [
+            ("ask", "", ask(name, arguments), {})
+            if requestor == "user"
+            else ("call", requestor, name, arguments)
+            for requestor, name, arguments in calls
+        ]
+
+    yield "reference, the user asked for each of its calls", asked(calls), True, False
+    users = [ask(name, arguments) for requestor, name, arguments in calls if requestor == "user"]
+    if len(users) > 1:  # one message asks for every call once; a call listed twice takes a second message
+        rounds: list[list[str]] = []
+        for text in users:
+            free = next((texts for texts in rounds if text not in texts), None)
+            if free is None:
+                rounds.append([text])
+            else:
+                free.append(text)
+        together: list[Step] = [("ask", "", " ".join(texts), {}) for texts in rounds]
+        together += [
+            ("call", requestor, name, arguments)
+            for requestor, name, arguments in calls
+            if requestor != "user"
+        ]
+        yield "reference, the user asked for all its calls in one message", together, True, False
+    yield "reference, made directly", [("call", *call) for call in calls], False, False
+    yield (
+        "reference in solo mode",
+        [("call", "assistant", name, arguments) for _, name, arguments in calls],
+        False,
+        True,
+    )
+    for index, (requestor, name, arguments) in enumerate(calls):
+        if name not in writes:
+            continue
+        dropped = calls[:index] + calls[index + 1 :]
+        # a call of the user's never asked for keeps the scripted user holding on: the agent ends that episode
+        yield f"write {index} ({name}) dropped", asked(dropped), requestor != "user", False
+        solo = [("call", "assistant", n, a) for _, n, a in dropped]
+        yield f"write {index} ({name}) dropped, solo", solo, False, True
+        for key, changed in telecom_changes(base, name, arguments):
+            variant = [*calls[:index], (requestor, name, changed), *calls[index + 1 :]]
+            if (
+                requestor == "user"
+            ):  # the scripted user makes the reference's calls: this one is made directly
+                yield (
+                    f"write {index} ({name}) {key} changed",
+                    [("call", *call) for call in variant],
+                    False,
+                    False,
+                )
+            else:
+                yield f"write {index} ({name}) {key} changed", asked(variant), True, False
             break
 
 

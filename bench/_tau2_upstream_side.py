@@ -10,9 +10,9 @@ tau2-bench and the standard library only, and holds none of tau2-bench's code: i
   `Environment.get_response` (what a live episode and the evaluator's replay call) on the task's initial state (or
   the base database), answered as `[error, content]`, and the entities that differ from the base afterwards, from
   a dump of the whole database.
-- `{"op": "evaluate", "domain": d, "task": id, "messages": [...], "termination": t, "without": [part, ...]}`:
-  `evaluate_simulation` on those messages (after the task's own history), strict replay, the task's reward basis
-  without the parts named (an NL assertion needs an LLM; none is called here).
+- `{"op": "evaluate", "domain": d, "task": id, "messages": [...], "termination": t, "without": [part, ...],
+  "solo": bool}`: `evaluate_simulation` on those messages (after the task's own history), strict replay, the task's
+  reward basis without the parts named (an NL assertion needs an LLM; none is called here), in solo mode or not.
 - `{"op": "orchestrate", "domain": d, "task": id, "agent": [message, ...], "user": [text, ...], "max_steps": n,
   "max_errors": n, "without": [part, ...]}`: tau2-bench's own half-duplex `Orchestrator` plays the task with its own
   environment, the agent's messages and the user's texts replayed in order (a participant asked for more than its
@@ -21,6 +21,11 @@ tau2-bench and the standard library only, and holds none of tau2-bench's code: i
 - `{"op": "prompts", "domain": d}`: what upstream's `LLMAgent.system_prompt` gives for the domain's policy, and what
   `UserSimulator.system_prompt` gives for each task (with the domain's user tools, when it has any), as
   `runner/build.py` builds them.
+
+telecom's databases are lists and single entities; each entity is keyed by its id field (a list's) or by `user`
+(the user's one phone and one surroundings), as agent_env keys them. Its user toolkit's VPN default is a class
+attribute that `break_vpn` changes in place for the rest of the process; it is put back before each run, so that
+each run sees what a fresh process would.
 """
 
 from __future__ import annotations
@@ -47,6 +52,20 @@ def toolkits(env: Any) -> dict[str, Any]:
     return {"db": env.tools, "user_db": env.user_tools}
 
 
+def keyed(table: Any) -> list[tuple[str, Any]]:
+    """A table's entities by key: a mapping's keys, a list's entities by their id field (the first field named
+    `..._id`), a single entity as `user`."""
+    if isinstance(table, dict):
+        return list(table.items())
+    if isinstance(table, list):
+        return [(getattr(entity, id_field(entity)), entity) for entity in table]
+    return [("user", table)]
+
+
+def id_field(entity: Any) -> str:
+    return next(name for name in type(entity).model_fields if name.endswith("_id"))
+
+
 def dump(env: Any) -> dict[str, dict[str, dict[str, str]] | None]:
     """Every entity of each of `env`'s databases, by table and key, as canonical JSON."""
     found: dict[str, dict[str, dict[str, str]] | None] = {}
@@ -56,10 +75,20 @@ def dump(env: Any) -> dict[str, dict[str, dict[str, str]] | None]:
             found[side] = None
             continue
         found[side] = {
-            table: {key: canonical(entity) for key, entity in getattr(db, table).items()}
+            table: {key: canonical(entity) for key, entity in keyed(getattr(db, table))}
             for table in type(db).model_fields
         }
     return found
+
+
+def fresh_vpn_default() -> None:
+    """Put telecom's VPN default back as a fresh process has it (`break_vpn` changes the class's own object)."""
+    try:
+        from tau2.domains.telecom.user_data_model import PerformanceLevel
+        from tau2.domains.telecom.user_tools import TelecomUserTools
+    except ImportError:
+        return
+    TelecomUserTools.default_vpn_details.server_performance = PerformanceLevel.EXCELLENT
 
 
 class Domain:
@@ -71,6 +100,7 @@ class Domain:
         self.name = name
         self.get_environment = module.get_environment
         self.tasks = {task.id: task for task in module.get_tasks(None)}
+        fresh_vpn_default()
         self.env = self.get_environment()
         self.base = dump(self.env)
         self.pristine = {
@@ -98,6 +128,7 @@ class Domain:
         base environment (to be put back after the run)."""
         task = self.tasks[task_id] if task_id is not None else None
         state = task.initial_state if task is not None else None
+        fresh_vpn_default()
         if state is None and self.name != "mock":
             return self.env, True
         env = self.get_environment()
@@ -155,7 +186,7 @@ class Domain:
                         del mapping[key]
 
     def evaluate(
-        self, task_id: str, messages: list[dict[str, Any]], termination: str, without: list[str]
+        self, task_id: str, messages: list[dict[str, Any]], termination: str, without: list[str], solo: bool
     ) -> Any:
         from tau2.data_model.simulation import SimulationRun, TerminationReason
         from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
@@ -174,16 +205,18 @@ class Domain:
             termination_reason=TerminationReason(termination),
             messages=history + [message_of(item) for item in messages],
         )
+        fresh_vpn_default()
         try:
             info = evaluate_simulation(
-                simulation, task, EvaluationType.ALL, solo_mode=False, domain=self.name, strict_replay=True
+                simulation, task, EvaluationType.ALL, solo_mode=solo, domain=self.name, strict_replay=True
             )
         except Exception as error:
             return {"error": f"{type(error).__name__}: {error}"}
         parts = {
             getattr(key, "value", str(key)): value for key, value in (info.reward_breakdown or {}).items()
         }
-        return {"reward": info.reward, "parts": parts}
+        db_check = info.db_check.db_reward if info.db_check is not None else None
+        return {"reward": info.reward, "parts": parts, "db_check": db_check}
 
     def orchestrate(self, request: dict[str, Any]) -> Any:
         from tau2.agent.base_agent import HalfDuplexAgent
@@ -239,6 +272,7 @@ class Domain:
             task.evaluation_criteria.reward_basis = [
                 part for part in task.evaluation_criteria.reward_basis if part.value not in without
             ]
+        fresh_vpn_default()
         env = self.get_environment()
         orchestrator = Orchestrator(
             domain=self.name,
@@ -279,10 +313,11 @@ class Domain:
         }
         return {**played, "reward": info.reward, "parts": parts}
 
-    def prompts(self) -> Any:
-        from tau2.agent.llm_agent import LLMAgent
+    def prompts(self, stop_function: str) -> Any:
+        from tau2.agent.llm_agent import LLMAgent, LLMSoloAgent
         from tau2.user.user_simulator import UserSimulator
 
+        fresh_vpn_default()
         env = self.get_environment()
         agent = LLMAgent(tools=env.get_tools(), domain_policy=env.get_policy(), llm="none")
         try:
@@ -295,7 +330,21 @@ class Domain:
             ).system_prompt
             for task_id, task in self.tasks.items()
         }
-        return {"agent": agent.system_prompt, "users": users}
+        solo: dict[str, str] = {}
+        if (
+            self.name == "telecom"
+        ):  # its solo mode: LLMSoloAgent's prompt, its stop tool named as agent_env's is
+            policy = self.get_environment(solo_mode=True).get_policy()
+
+            class Solo(LLMSoloAgent):
+                STOP_FUNCTION_NAME = stop_function
+
+            for task_id, task in self.tasks.items():
+                if task.ticket:
+                    soloist = Solo.__new__(Solo)  # its system_prompt reads only these (and the class's names)
+                    soloist.domain_policy, soloist.task = policy, task
+                    solo[task_id] = soloist.system_prompt
+        return {"agent": agent.system_prompt, "users": users, "solo": solo}
 
 
 def message_of(item: dict[str, Any]) -> Any:
@@ -378,10 +427,14 @@ def main() -> None:
             elif request["op"] == "orchestrate":
                 answer = domain.orchestrate(request)
             elif request["op"] == "prompts":
-                answer = domain.prompts()
+                answer = domain.prompts(request.get("stop_function", "done"))
             else:
                 answer = domain.evaluate(
-                    request["task"], request["messages"], request["termination"], request.get("without") or []
+                    request["task"],
+                    request["messages"],
+                    request["termination"],
+                    request.get("without") or [],
+                    bool(request.get("solo")),
                 )
         except Exception as error:
             answer = {"fatal": f"{type(error).__name__}: {error}", "trace": traceback.format_exc()}

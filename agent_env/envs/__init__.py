@@ -13,6 +13,10 @@ ENVIRONMENTS = {
     "tau2-airline": "agent_env.envs.tau2.airline:Tau2Airline",
     "tau2-mock": "agent_env.envs.tau2.mock:Tau2Mock",
     "tau2-retail": "agent_env.envs.tau2.retail:Tau2Retail",
+    "tau2-telecom": "agent_env.envs.tau2.telecom:Tau2Telecom",
+    "tau2-telecom-solo": "agent_env.envs.tau2.telecom:Tau2TelecomSolo",
+    "tau2-telecom-workflow": "agent_env.envs.tau2.telecom:Tau2TelecomWorkflow",
+    "tau2-telecom-workflow-solo": "agent_env.envs.tau2.telecom:Tau2TelecomWorkflowSolo",
 }
 """Built-in environment names and where each class lives."""
 

@@ -18,14 +18,16 @@ from agent_env.users._chat import (
     Chat,
     ChatMessage,
     Scenario,
+    UserAction,
     ending_of,
 )
-from agent_env.users._user import ScriptedUser, User, UserTool
+from agent_env.users._user import HOLD, ScriptedUser, User, UserTool
 
 __all__ = [
     "ASIDE",
     "ENDINGS",
     "GREETING",
+    "HOLD",
     "OUT_OF_SCOPE",
     "STOP",
     "TRANSFER",
@@ -36,6 +38,7 @@ __all__ = [
     "Scenario",
     "ScriptedUser",
     "User",
+    "UserAction",
     "UserChat",
     "UserEndpointError",
     "UserSetting",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,14 +33,48 @@ def ending_of(text: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class UserAction:
+    """A call of one of the user's own tools that a `ScriptedUser` makes when the agent asks for it.
+
+    Attributes:
+        name: The tool.
+        arguments: Its arguments, as the call sends them.
+        cues: How an agent's message asks for it: every group has one of its phrases in the message, as whole words
+            in lower case, any character that is neither a letter nor a digit read as a space ("Wi-Fi" reads as
+            "wi fi"). `(("sim",), ("reseat", "remove", "reinsert"))` is asked for by "Please remove your SIM card
+            and put it back".
+    """
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    cues: tuple[tuple[str, ...], ...] = ()
+
+    def asked_in(self, message: str) -> bool:
+        """Whether `message` asks for this call (see `cues`); never, without cues."""
+        words = f" {_words(message)} "
+        return bool(self.cues) and all(
+            any(f" {_words(phrase)} " in words for phrase in group) for group in self.cues
+        )
+
+
+_NOT_A_WORD = re.compile(r"[\W_]+")
+
+
+def _words(text: str) -> str:
+    return _NOT_A_WORD.sub(" ", text.lower()).strip()
+
+
+@dataclass(frozen=True)
 class Scenario:
-    """What a simulated user is told: who it is, what it wants and knows, and, for a scripted user, what it says.
+    """What a simulated user is told: who it is, what it wants and knows, and, for a scripted user, what it says and
+    does.
 
     Attributes:
         instructions: The situation, in the second person ("You want to cancel reservation EHGLP3..."): what the
             user wants, what it knows, what it must not volunteer, how it should behave.
         persona: How the user writes and behaves in general, when the scenario says.
         script: What a `ScriptedUser` says, in order: its opening, then one reply per agent message.
+        actions: The calls of its own tools a `ScriptedUser` makes, each once, when the agent asks for them.
         prompt: The whole system prompt a model playing the user is told, when the environment must tell it its
             benchmark's own (τ²-bench's guidelines around its scenario); None, and an `LLMUser` frames `persona` and
             `instructions` with this room's own guidelines.
@@ -47,6 +83,7 @@ class Scenario:
     instructions: str
     persona: str | None = None
     script: tuple[str, ...] = ()
+    actions: tuple[UserAction, ...] = ()
     prompt: str | None = None
 
 

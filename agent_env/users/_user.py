@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from agent_env.users._chat import STOP, TRANSFER, Chat, ChatMessage, Scenario
+from agent_env.users._chat import STOP, TRANSFER, Chat, ChatMessage, Scenario, UserAction
 
 UserTool = Callable[[str, Any], str]
 """Runs one of the user's own tools (by name, with JSON arguments) and returns the text the user reads."""
+
+HOLD = "Okay, go ahead. What should I do next?"
+"""What a `ScriptedUser` with actions still to make answers a message that asks for none of them."""
+DONE = "Done. This is what it shows now:"
+"""How a `ScriptedUser` begins the reply in which it reports the calls it made, each result after it."""
 
 
 @runtime_checkable
@@ -57,12 +63,23 @@ class User(Protocol):
 
 
 class ScriptedUser:
-    """A user that needs no model: it says its script, in order, whatever the agent says, then ends the conversation.
+    """A user that needs no model: it says its script, in order, whatever the agent says, then ends the conversation;
+    and where its scenario has actions and its environment gives it tools, it makes them when the agent asks.
 
     Deterministic, for tests and for training with no user model. The script is its own (`turns`), or else the
     scenario's (`Scenario.script`): the first line is its opening, each later one answers one agent message, and once
     the script runs out it answers with `then` (by default the stop marker, which ends the conversation). Once the
     agent has handed it over to another agent (`Chat.transferred`), it answers with the transfer marker.
+
+    The scenario's actions (`Scenario.actions`: a task's reference calls on the user's side, such as toggling
+    airplane mode on its phone) are made each once, when an agent message asks for them (`UserAction.asked_in`: the
+    action's cue words are in it). A message that asks for some makes them, in the scenario's order, and is
+    answered with what each returned (`DONE`, then the results); the script does not move on. A call the scenario
+    lists twice (a reboot before and after the line is resumed) is made once per message that asks for it. While actions remain,
+    a message that asks for none is answered with `HOLD` (a go-ahead and a question), and the script does not move
+    on either; so its closing lines come only once every action is made, and an agent that never asks for one talks
+    until its episode's limit. A stand-in, not τ²-bench's user: it never checks its own device unasked, and it makes
+    exactly the reference's calls, whatever the agent asked for in its words.
 
     Args:
         turns: The opening and the replies, in order; None to say each scenario's own script.
@@ -88,8 +105,11 @@ class ScriptedUser:
     ) -> ChatMessage:
         if chat.transferred:
             return ChatMessage("user", TRANSFER)
+        pending = _pending(chat) if run_tool is not None else []
+        if pending:
+            return _act(pending, chat.messages[-1].text, run_tool) or ChatMessage("user", HOLD)
         script = self._script(chat.scenario)
-        said = sum(1 for message in chat.messages if message.role == "user")
+        said = sum(1 for message in chat.messages if message.role == "user" and _scripted(message))
         return ChatMessage("user", script[said] if said < len(script) else self.then)
 
     def describe(self) -> dict[str, Any]:
@@ -106,3 +126,45 @@ class ScriptedUser:
 
     def __repr__(self) -> str:
         return f"ScriptedUser(turns={self.turns!r}, then={self.then!r})"
+
+
+def _scripted(message: ChatMessage) -> bool:
+    """Whether a user's message is a line of its script: not a report of its calls, nor a `HOLD`."""
+    return not message.tool_messages and message.text != HOLD
+
+
+def _pending(chat: Chat) -> list[UserAction]:
+    """The scenario's actions the user has not made yet, in order: each call its messages record takes one away."""
+    pending = list(chat.scenario.actions)
+    for message in chat.messages:
+        for item in message.tool_messages if message.role == "user" else ():
+            for call in item.get("tool_calls") or ():
+                function = call.get("function", {})
+                made = (function.get("name"), json.loads(function.get("arguments") or "{}"))
+                found = next((a for a in pending if (a.name, dict(a.arguments)) == made), None)
+                if found is not None:
+                    pending.remove(found)
+    return pending
+
+
+def _act(pending: list[UserAction], message: str, run_tool: UserTool | None) -> ChatMessage | None:
+    """Make the actions `message` asks for, and the reply that reports them (their calls in the user's view, as a
+    model's own calls are kept); None when it asks for none."""
+    asked: list[UserAction] = []
+    for action in pending:  # an action the scenario lists twice (a second reboot) takes a second message
+        if action.asked_in(message) and all(action != made for made in asked):
+            asked.append(action)
+    if not asked or run_tool is None:
+        return None
+    calls, results = [], []
+    for number, action in enumerate(asked):
+        call_id = f"scripted_{number}"
+        try:
+            result = run_tool(action.name, dict(action.arguments))
+        except Exception as error:  # reported as a model's own call would read it
+            result = f"Error: {error}"
+        function = {"name": action.name, "arguments": json.dumps(dict(action.arguments))}
+        calls.append({"id": call_id, "type": "function", "function": function})
+        results.append({"role": "tool", "tool_call_id": call_id, "content": result})
+    text = "\n\n".join([DONE, *(result["content"] for result in results)])
+    return ChatMessage("user", text, ({"role": "assistant", "content": "", "tool_calls": calls}, *results))

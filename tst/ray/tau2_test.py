@@ -58,6 +58,24 @@ def test_an_aside_reaches_the_actors_episode_and_counts_as_said(env):
     assert score.reward == 1.0 and score.breakdown["parts"]["COMMUNICATE"]["reward"] == 1.0
 
 
+def test_telecom_in_solo_mode_travels_by_name_and_its_agent_works_the_phone_on_the_actor(ray_cluster):
+    solo = AgentEnv.ray("tau2-telecom-solo", actors=1, pool="telecom-solo")
+    try:
+        assert "toggle_roaming" in {tool["name"] for tool in solo.tools()}
+        with solo.open() as session:
+            # no user speaks: the ticket is in the row's system prompt
+            assert (
+                session.reset(task_id="[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]")
+                is None
+            )
+            assert session.call_tool("toggle_roaming", {}).startswith("Data Roaming is now ON.")
+            session.call_tool("end_turn", {})
+            score = session.score()
+        assert score.reward == 1.0 and score.breakdown["user"]["kind"] == "none"
+    finally:
+        solo.provider.shutdown()
+
+
 def test_a_transfer_only_answers_and_every_call_of_a_reply_runs_on_an_actor(env):
     from tst.unit.envs.tau2.providers_test import errors_past_the_limit_in_one_reply, transfer_then_write
 

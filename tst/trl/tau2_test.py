@@ -143,3 +143,48 @@ def test_asyncgrpo_scores_each_rollout_by_the_environments_get_reward_the_fracti
     assert (
         samples[0].advantage > 0 > samples[1].advantage
     )  # partial credit separates them; the official ties at 0
+
+
+def ask_then_thank(index: int, prompt: str) -> str:
+    """Ask the user to act on its phone; then (having read what it did) say goodbye."""
+    if "<tool_response>" in prompt:
+        return "Thank you, goodbye.<|im_end|>"
+    return call(USER_CHANNEL, {"message": "Please turn on data roaming in your phone's settings."})
+
+
+def test_a_grpo_step_on_tau2_telecom_has_the_user_act_on_its_phone_inside_message_users_reply(
+    tiny_model, tokenizer, tmp_path, scripted_generation
+):
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    env = AgentEnv.local("tau2-telecom")
+    # John Smith abroad, data roaming off on his phone. The row keeps the user's opening but not the system prompt:
+    # its 23 kB policy would make this step several times slower on a CPU, and the airline step checks the prompt.
+    [row] = [
+        row
+        for row in env.provider.dataset_rows("small")
+        if row["task_id"].startswith("[mobile_data_issue]user_abroad_roaming_enabled_off")
+    ]
+    dataset = Dataset.from_list([{**row, "prompt": row["prompt"][-1:]}] * 2)
+    trainer = GRPOTrainer(
+        model=tiny_model,
+        processing_class=tokenizer,
+        args=grpo_config(tmp_path, max_completion_length=256, max_tool_calling_iterations=2),
+        train_dataset=dataset,
+        environment_factory=env.factory,
+    )
+    script = scripted_generation(trainer, ask_then_thank)
+    trainer.train()
+
+    first = script.prompts[0]
+    assert '"name": "refuel_data"' in first and '"exclusiveMinimum": 0' in first  # the carrier's tools, full
+    assert '"name": "toggle_roaming"' not in first  # the user's tools are the user's
+    answered = [prompt for prompt in script.prompts if "<tool_response>" in prompt]
+    assert answered and "Data Roaming is now ON." in answered[0]  # what the user saw, in its own words
+    episodes = [environment._session.environment for environment in trainer.environments]
+    for episode in episodes:
+        [made] = [call for call in episode.calls if call.requestor == "user"]
+        assert made.name == "toggle_roaming" and episode.user_db.device["user"].roaming_enabled
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/Tau2Telecom/mean"] == 1.0  # fixed by the user's own call, as tau2-bench scores it

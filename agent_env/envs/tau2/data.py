@@ -66,6 +66,17 @@ FILES: dict[str, dict[str, str]] = {
         "tasks.json": "0d8bcd14798bf2e6e082432147f62570c57b0897b4e4e388c95bb02ecbe5d8cf",
         "user_db.json": "78d424b5177e430b7f483787a956ad3a6a0880e8e5b312be8e373b15c876d51f",
     },
+    "telecom": {
+        "db.toml": "562d647ef9d7df8df91eafd8ee76036e707c8f9e32aaedc4a7fde06975aea2c0",
+        "user_db.toml": "4886107ea0c16f8e16d74bef91cfb557de61822afe9361f5a9b241806aea2e4c",
+        "tasks.json": "37e562e1ae3242577407e1303b1548bc64e7ea68e37d36173e6747990ceaf8a4",
+        "split_tasks.json": "605b488bb9a6acb3c7f4505240a855fdc8681d09aadb16a8f38b2efcfc5c3aec",
+        "main_policy.md": "95943844a0cf11fdf0e2842b483b81d9f9338aa53235712ed131db075d086ed7",
+        "tech_support_manual.md": "015a3ee49ec8c199c5e1a059c922081937b92cf3a5ea74fedbc4357816f389ba",
+        "tech_support_workflow.md": "64f3ccd13875d14f358b21b9af221dab09e0e7bf5690d0e4322fb91855a43a4d",
+        "main_policy_solo.md": "781296ae5419169cb64aac0c4fa2aa6129c78f3c1592f64abd80df6fbabb7042",
+        "tech_support_workflow_solo.md": "b174d1f9705b5d7df49468daf99560a5633f86d23e10499a1166a7753706a412",
+    },
 }
 """Each domain's files at `COMMIT`, with their SHA-256."""
 
@@ -106,7 +117,8 @@ def domain_folder(
     """The folder holding `domain`'s files, every one present and checked.
 
     Args:
-        domain: `airline`, `retail` or `mock`; or `agent` or `user_simulator`, the prompts' folders (`TEXTS`).
+        domain: `airline`, `retail`, `mock` or `telecom`; or `agent` or `user_simulator`, the prompts' folders
+            (`TEXTS`).
         data_dir: A folder laid out as `<domain>/<file>`; by default `$AGENT_ENV_TAU2_DATA`, and without either the
             cache, where missing files are downloaded at `COMMIT` first.
         url: The download pattern (`URL_PATTERN`'s fields); by default `$AGENT_ENV_TAU2_URL`, else GitHub's.

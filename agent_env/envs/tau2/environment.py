@@ -1,19 +1,24 @@
 """τ²-bench as an `Environment`: a domain's tools on a copy-on-write database, a simulated user the agent serves,
 and the reward as tau2-bench's evaluator computes it.
 
-A domain (`airline.py`, `retail.py`, `mock.py`) subclasses `Tau2Environment`, names its data and database model,
-and writes its tools as `@tool` methods that read `self.db` and change it only through `Table.edit` and
-`Table.insert`. Everything else is here, the one place a domain plugs into: the rows and the official prompts
-(`prompts`), the episode's start from the task's initial state, each tool call run as one transaction (a call that
-fails changes nothing), the record of calls and of the conversation, the steps and limits counted as tau2-bench's
-orchestrator counts them, and the reward (`scoring.py`).
+A domain (`airline.py`, `retail.py`, `mock.py`, `telecom.py`) subclasses `Tau2Environment`, names its data and
+database model, and writes its tools as `@tool` methods that read `self.db` and change it only through `Table.edit`
+and `Table.insert`. A domain whose user has tools of its own names a `UserSide` too. Everything else is here, the one
+place a domain plugs into: the rows and the official prompts (`prompts`), the episode's start from the task's initial
+state, each tool call run as one transaction (a call that fails changes nothing), the record of calls and of the
+conversation, the steps and limits counted as tau2-bench's orchestrator counts them, and the reward (`scoring.py`).
+Its hooks, each a no-op or the common case by default: `files` (which files hold the data), `policy` (the agent's
+policy), `sync` (the two sides' databases linked after every call and step, as telecom's are), `UserSide.cues` (what
+a scripted user makes when asked); and `solo_environment`, a domain's solo mode.
 
 How an episode runs follows tau2-bench's half-duplex `Orchestrator` (src/tau2/orchestrator/orchestrator.py at the
 pinned commit): every message is one step (the user's, the agent's, and the environment's answer to all the calls of
 one message: `step`, lines 835-895); the limits are checked after each step that does not wait for the environment
 (`_check_termination`, lines 734-750: `max_steps` first, then `max_errors`, each overriding an ending the step
 already had); a failed call is one error (`_execute_tool_calls`, lines 313-329); the user's ending markers end it as
-the user stopping (lines 841-843). A transfer (`transfer_to_human_agents`) only answers: the agent may go on, and the
+the user stopping (lines 841-843). The user's own calls count as the agent's do: each message of them one step, the
+environment's answer to it another, each failed call an error (the same `_execute_tool_calls`); the user's turn ends
+with its words, one more step. A transfer (`transfer_to_human_agents`) only answers: the agent may go on, and the
 user, once told, writes its transfer marker. Under `agent-env eval` the environment learns where each of the
 agent's replies begins and how many calls it holds (`agent_env.users.ASIDE`), so a reply's calls are one message;
 under TRL, which never says, each call is a message of its own.
@@ -35,17 +40,19 @@ from agent_env.envs.tau2.judge import Judge, JudgeSetting, judge_from
 from agent_env.envs.tau2.prompts import Prompts, load_prompts
 from agent_env.envs.tau2.scoring import score
 from agent_env.envs.tau2.store import Store
-from agent_env.envs.tau2.tasks import Domain, EnvCall, HistoryMessage, Task, load_domain
+from agent_env.envs.tau2.tasks import Domain, DomainFiles, EnvCall, HistoryMessage, Task, load_domain
 from agent_env.envs.tau2.trajectory import SCORED, Call, Termination
-from agent_env.errors import DatasetRowsError, ToolError, UserEndpointError
-from agent_env.tools import END_TURN, Tool, ToolSet
+from agent_env.errors import DatasetRowsError, ToolDefinitionError, ToolError, UserEndpointError
+from agent_env.tools import END_TURN, Tool, ToolSet, tool
 from agent_env.users import (
     ASIDE,
+    STOP,
     USER_CHANNEL,
     ChatMessage,
     Scenario,
     ScriptedUser,
     User,
+    UserAction,
     UserChat,
     UserSetting,
     user_from,
@@ -63,7 +70,7 @@ T = TypeVar("T")
 
 class UserSide:
     """The user's own tools, and the helpers tasks call on the user's side, in a domain whose user has a database of
-    its own (the mock domain's inbox). `@tool` methods are what the simulated user may call."""
+    its own (the mock domain's inbox, telecom's phone). `@tool` methods are what the simulated user may call."""
 
     tools: ClassVar[ToolSet]
 
@@ -73,6 +80,13 @@ class UserSide:
 
     def __init__(self, db: Store) -> None:
         self.db = db
+
+    @classmethod
+    def cues(cls, name: str, arguments: Mapping[str, Any]) -> tuple[tuple[str, ...], ...] | None:
+        """The words by which an agent's message asks the user to make this call of its own tools
+        (`agent_env.users.UserAction.cues`), so that a scripted user makes a task's user-side reference calls when
+        asked; None (the default) for a call a scripted user never makes."""
+        return None
 
 
 class Tau2Environment(UserChat, Environment):
@@ -100,6 +114,10 @@ class Tau2Environment(UserChat, Environment):
     store: ClassVar[type[Store]] = Store
     user_side: ClassVar[type[UserSide] | None] = None
     user_base_model: ClassVar[type[BaseModel] | None] = None
+    user_store: ClassVar[type[Store]] = Store
+    files: ClassVar[DomainFiles] = DomainFiles()
+    solo: ClassVar[bool] = False
+    """τ²-bench's solo mode: no user; the agent holds the user's tools beside its own (see `solo_environment`)."""
     _undo_failures: ClassVar[bool] = True
     """Whether what a failed call changed is undone: always, but where bench/tau2_upstream.py holds the tools' own
     behaviour to tau2-bench's, which keeps it."""
@@ -125,7 +143,9 @@ class Tau2Environment(UserChat, Environment):
                 f"reward={reward!r} names no reward: 'official' (τ²-bench's, the default) or 'checks' (the fraction "
                 "of τ²-bench's checks met, for training)"
             )
-        self.data: Domain = load_domain(self.domain, self.base_model, self.user_base_model, data_dir)
+        self.data: Domain = load_domain(
+            self.domain, self.base_model, self.user_base_model, data_dir, files=self.files
+        )
         self.prompts: Prompts = load_prompts(data_dir)
         self.user: User = user_from(user)
         self.judge: Judge | None = judge_from(judge)
@@ -152,27 +172,49 @@ class Tau2Environment(UserChat, Environment):
 
         A scripted user's opening is known without a model, so it is in the row. Any other user (a model) opens
         when the episode starts: the row's user turn is empty, `reset` asks the user and returns its opening, and
-        TRL (like `agent-env eval`) puts it in that turn, so each episode gets its own."""
+        TRL (like `agent-env eval`) puts it in that turn, so each episode gets its own. In solo mode there is no
+        user and no user turn: the system prompt holds the task's ticket."""
         fixed = isinstance(self.user, ScriptedUser)
-        system = self.system_prompt()
+        system = None if self.solo else self.system_prompt()
         return [
             {
-                "prompt": self.prompt(task, self.user.opening(task.scenario()) if fixed else "", system),
+                "prompt": self.prompt(
+                    task, self.user.opening(task.scenario()) if fixed and not self.solo else "", system
+                ),
                 "task_id": task.id,
             }
             for task in self.data.split(split)
         ]
 
-    def system_prompt(self) -> str:
+    def system_prompt(self, task: Task | None = None) -> str:
         """What the agent is told: τ²-bench's own instruction around the domain's policy, as its `LLMAgent` frames
-        them (`prompts`)."""
-        return self.prompts.agent(self.data.policy)
+        them; in solo mode its solo instruction around the policy and `task`'s ticket, as its `LLMSoloAgent` frames
+        them, naming `end_turn` as the tool that ends the episode (`prompts`).
+
+        Raises:
+            ValueError: In solo mode, no task, or a task without a ticket (which cannot be played solo).
+        """
+        if not self.solo:
+            return self.prompts.agent(self.policy())
+        if task is None or not task.ticket:
+            raise ValueError(
+                f"{'no task' if task is None else f'task {task.id!r}'} of τ²-bench {self.data.name} has no ticket, "
+                "so it cannot be played in solo mode (its agent works from the ticket)"
+            )
+        return self.prompts.solo(self.policy(), task.ticket, stop_function=END_TURN, stop_token=STOP)
 
     def prompt(self, task: Task, opening: str, system_prompt: str | None = None) -> list[dict[str, Any]]:
-        """The messages an episode of `task` starts from, its user's opening last."""
-        system = {"role": "system", "content": system_prompt or self.system_prompt()}
+        """The messages an episode of `task` starts from, its user's opening last (none in solo mode)."""
+        system = {"role": "system", "content": system_prompt or self.system_prompt(task)}
         history = [_chat_message(message) for message in task.history() if message.role != "system"]
+        if self.solo:  # τ²-bench's solo agent is asked with its system prompt and the history alone
+            return [system, *history]
         return [system, *history, {"role": "user", "content": opening}]
+
+    def policy(self) -> str:
+        """The policy the agent follows, as tau2-bench's environment gives it: the domain's policy file, or what a
+        domain puts together from its documents (telecom)."""
+        return self.data.policy
 
     def reset(self, task_id: str | None = None, prompt: Any = None, **row: Any) -> str | None:
         """Start task `task_id` from its initial state. When the row's `prompt` (as TRL passes it) ends with the
@@ -206,34 +248,62 @@ class Tau2Environment(UserChat, Environment):
                 "opening, or leave the rows' last user turn empty"
             )
         self.task, self.termination, self._breakdown = task, None, None
-        self.steps, self.errors = 1, 0  # the first step: the user's opening
+        # The first step is the user's opening; in solo mode the agent's first message is made as the episode
+        # starts, uncounted (orchestrator.py, lines 636-650), so its calls' answer is step 1.
+        self.steps, self.errors = (-1 if self.solo else 1), 0
         self._reply, self._asked_user, self._unanswered, self._user_calls = None, False, None, 0
         self.calls = self.initial_state(task)
         self.transcript = _transcript_history(task.history())
+        if self.solo:  # no user: the agent's system prompt holds the ticket
+            self.system_prompt(task)  # refuses a task without one
+            self.chat = None
+            return None
         opening = self.start_chat(self.scenario(task), given, _chat_history(task.history()))
         self.transcript.append(("user", opening))
         return None if given is not None else opening
 
     def scenario(self, task: Task) -> Scenario:
-        """What the user is told and says: the task's scenario, with the system prompt τ²-bench's user simulator is
-        told (`prompts`: its guidelines, for a user with tools when this domain's user has any, around the task's
-        scenario as upstream writes it)."""
+        """What the user is told, says and does: the task's scenario, with the system prompt τ²-bench's user
+        simulator is told (`prompts`: its guidelines, for a user with tools when this domain's user has any, around
+        the task's scenario as upstream writes it), and the reference calls on the user's side a scripted user makes
+        when the agent asks for them (each with its cue words, `UserSide.cues`)."""
         key = (id(self.prompts), self.data.name, task.id)
         found = _scenarios.get(key)
         if found is None:
             found = _scenarios[key] = replace(
-                task.scenario(), prompt=self.prompts.user(task.user_scenario, self.user_side is not None)
+                task.scenario(),
+                prompt=self.prompts.user(task.user_scenario, self.user_side is not None),
+                actions=self._user_actions(task),
             )
         return found
+
+    def _user_actions(self, task: Task) -> tuple[UserAction, ...]:
+        criteria = task.evaluation_criteria
+        if self.user_side is None or criteria is None or not criteria.actions:
+            return ()
+        return tuple(
+            UserAction(action.name, dict(action.arguments), cues)
+            for action in criteria.actions
+            if action.requestor == "user" and (cues := self.user_side.cues(action.name, action.arguments))
+        )
+
+    def sync(self) -> None:
+        """Bring what one side's database says about the other over to it, as tau2-bench's `sync_tools` does (in
+        telecom, whether the line is active, may roam, has data left, and a bill to pay). Run where tau2-bench runs
+        it: after every call that succeeds, inside its transaction (`Environment.get_response`: a sync that fails
+        fails the call), after every step of the episode (`Orchestrator.step`), after each of a task's
+        initialization actions and assertions (`run_env_function_call`), and once the initial state is set
+        (`set_state`). Nothing by default."""
 
     def initial_state(self, task: Task) -> list[Call]:
         """Set fresh databases for `task` (`db`, `user_db`, which the tools act on) as tau2-bench sets its state:
         the initialization data merged in, the initialization actions run, then the calls of the conversation before
         the task replayed. Returns those calls, as the episode's record starts with them."""
         self.db = self.store(self.data.base)
-        self.user_db = self.store(self.data.user_base) if self.data.user_base is not None else None
+        self.user_db = self.user_store(self.data.user_base) if self.data.user_base is not None else None
         state = task.initial_state
         if state is None:
+            self.sync()
             return []
         data = state.initialization_data
         if data is not None and data.agent_data:
@@ -247,6 +317,7 @@ class Tau2Environment(UserChat, Environment):
             for call in message.tool_calls or []:
                 side = "user" if message.role == "user" else call.requestor
                 calls.append(self.replay(call.name, call.arguments, side))
+        self.sync()
         return calls
 
     # Each call, one transaction.
@@ -256,12 +327,15 @@ class Tau2Environment(UserChat, Environment):
         (a failed call changes nothing, whatever it did before it failed), and a value a domain model refuses
         (pydantic's `ValidationError`) or a number the domain cannot compute with (`ArithmeticError`) is the
         model's error, a `ToolError` in tau2-bench's words (its environment gives the agent `Error: ` and the
-        exception's text), never a failure of the tool. Every tool of a domain runs this way."""
+        exception's text), never a failure of the tool. The two sides are linked (`sync`) once `run` succeeds,
+        inside the transaction, as tau2-bench's `get_response` syncs inside its `try`: what the link brought over is
+        undone with the rest should it fail. Every tool of a domain runs this way."""
         stores = [self.db] if self.user_db is None else [self.db, self.user_db]
         for store in stores:
             store.savepoint()
         try:
             result = run()
+            self.sync()
         except (ValidationError, ArithmeticError) as error:
             self._close(stores, undo=self._undo_failures)
             raise ToolError(str(error) or type(error).__name__) from None
@@ -306,8 +380,11 @@ class Tau2Environment(UserChat, Environment):
             raise LookupError(f"τ²-bench {self.data.name} has no {call.env_type} function {call.func_name!r}")
         tool = self._tool(call.func_name, call.env_type)
         if tool is not None:
-            return tool.function(owner, **tool.bind(call.arguments))
-        return function(**call.arguments)
+            found = tool.function(owner, **tool.bind(call.arguments))
+        else:
+            found = function(**call.arguments)
+        self.sync()
+        return found
 
     def _owner(self, side: str) -> Any:
         if side == "user":
@@ -341,7 +418,7 @@ class Tau2Environment(UserChat, Environment):
         self._asked_user = True
         self._unanswered = self._close_reply()
         if self._unanswered is None:
-            self.steps += 1
+            self._stepped(1)
             self._unanswered = self._check()
         return self._unanswered
 
@@ -356,6 +433,9 @@ class Tau2Environment(UserChat, Environment):
         heard. Any other call is a message of its own (TRL's), checked at once."""
         if name == ASIDE:
             return self._announced(arguments) if error is None else None
+        if name == USER_CHANNEL and self.solo:  # tau2-bench ends a solo episode whose agent writes text
+            self.termination = "agent_error"
+            return "the agent wrote to the user, and in solo mode there is none to write to"
         if name == USER_CHANNEL and self._asked_user:
             return self._user_answered(arguments, error)
         if name == END_TURN:
@@ -373,7 +453,7 @@ class Tau2Environment(UserChat, Environment):
         if self._reply is not None:
             self._reply -= 1
             return self._close_reply() if self._reply <= 0 else None
-        self.steps += 2  # a message of its own, and the environment's answer
+        self._stepped(2)  # a message of its own, and the environment's answer
         return self._check()
 
     def _announced(self, arguments: Any) -> str | None:
@@ -385,7 +465,7 @@ class Tau2Environment(UserChat, Environment):
         text, calls, refused = _announcement(arguments)
         if text:
             self.transcript.append(("assistant", text))
-        self.steps += 1
+        self._stepped(1)
         self.errors += refused
         self._reply = calls
         return self._close_reply() if calls == 0 else None
@@ -395,7 +475,7 @@ class Tau2Environment(UserChat, Environment):
         if self._reply is None:
             return None
         self._reply = None
-        self.steps += 1
+        self._stepped(1)
         return self._check()
 
     def _user_answered(self, arguments: Any, error: Exception | None) -> str | None:
@@ -415,12 +495,18 @@ class Tau2Environment(UserChat, Environment):
             return None
         said, answer = chat.messages[-2:]
         rounds = sum(1 for message in answer.tool_messages if message.get("tool_calls")) or user_calls
-        self.steps += 2 * rounds + 1
+        self._stepped(2 * rounds + 1)
         self.transcript += [("assistant", said.text), ("user", answer.text)]
         if chat.ended is not None:
             self.termination = "user_stop"
         limit = self._check()
         return limit or chat.ended
+
+    def _stepped(self, steps: int) -> None:
+        """Count `steps` more, then link the two sides, as tau2-bench's orchestrator syncs after every step (a no-op
+        after a failed call: what it changed is undone, and the state before it was linked already)."""
+        self.steps += steps
+        self.sync()
 
     def _check(self) -> str | None:
         """tau2-bench's limits, checked as its orchestrator checks them after a step (steps first, then errors, each
@@ -491,8 +577,8 @@ def _run_in_transactions(cls: type[Tau2Environment]) -> bool:
     """Wrap each tool method `cls` defines itself so that it runs as one transaction (`Tau2Environment.transaction`);
     whether any was wrapped (the class's tools are then collected again, from the wrapped methods)."""
     wrapped = False
-    for tool in list(cls.tools.values()):
-        function = tool.function
+    for found in list(cls.tools.values()):
+        function = found.function
         name = function.__name__
         if vars(cls).get(name) is not function or getattr(function, "__tau2_transaction__", False):
             continue
@@ -510,6 +596,56 @@ def _transactional(function: Callable[..., Any]) -> Callable[..., Any]:
 
     run.__tau2_transaction__ = True  # type: ignore[attr-defined]
     return run
+
+
+def solo_environment(environment: type[Tau2Environment], name: str) -> type[Tau2Environment]:
+    """`environment` in τ²-bench's solo mode, its ablation without a user: the agent works from the task's ticket
+    (in its system prompt, upstream's solo instruction's) and holds the user's tools beside its own (each run on the
+    user's side of the episode, in the call's transaction), and there is no one to message (`message_user` is
+    hidden and refuses). The agent ends the episode with `end_turn`, which its instruction names where upstream's
+    names its solo agent's `done`, or a limit does; reading the reward ends it too. A class of its own, since it publishes
+    other tools: every provider lists a class's tools before any episode starts.
+
+    Raises:
+        ToolDefinitionError: The domain's user has no tools, or one of them has the name of one of the agent's
+            (tau2-bench refuses the overlap too).
+    """
+    side = environment.user_side
+    if side is None or not side.tools:
+        raise ToolDefinitionError(f"{environment.__name__} has no user tools, so it has no solo mode")
+    overlap = sorted(set(side.tools) & set(environment.tools))
+    if overlap:
+        raise ToolDefinitionError(f"{environment.__name__}'s user tools have the names of its own: {overlap}")
+    namespace: dict[str, Any] = {
+        "__module__": environment.__module__,
+        "__qualname__": name,
+        "__doc__": f"{environment.__doc__}\n\nIn τ²-bench's solo mode (`solo_environment`).",
+        "solo": True,
+        "message_user": _no_user,
+    }
+    for tool_name, user_tool in side.tools.items():
+        namespace[tool_name] = _on_user_side(user_tool.function)
+    return type(name, (environment,), namespace)
+
+
+@tool(name=USER_CHANNEL, hidden=True)
+def _no_user(self: Tau2Environment, message: str) -> str:
+    """There is no user in solo mode.
+
+    Args:
+        message: What would have been said.
+    """
+    raise ToolError("there is no user in solo mode: work the ticket with your tools, then call end_turn")
+
+
+def _on_user_side(function: Callable[..., Any]) -> Callable[..., Any]:
+    """One of the user's tools as one of the agent's: the same schema and description, run on the user's side."""
+
+    @functools.wraps(function)
+    def call(self: Tau2Environment, **arguments: Any) -> Any:
+        return function(self._owner("user"), **arguments)
+
+    return call
 
 
 def tool_text(value: Any) -> str:
@@ -589,4 +725,4 @@ def _compact(arguments: Any) -> str:
     return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-__all__ = ["SCORED", "Call", "Tau2Environment", "ToolError", "UserSide", "tool_text"]
+__all__ = ["SCORED", "Call", "Tau2Environment", "ToolError", "UserSide", "solo_environment", "tool_text"]

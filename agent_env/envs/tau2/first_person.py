@@ -42,8 +42,9 @@ _OBJECT_AFTER = _words(
     "charge charges cost costs call calls contact contacts remind reminds transfer transfers offer offers assure assures"
 )
 """Words after which "you" is an object ("me"): prepositions, and the verbs of the scenarios that take a person."""
-_FUSED_YOUR = frozenset({"name", "reservation", "skateboard"})
-"""Nouns tau2-bench's scenarios write after "You" where they mean "Your" ("You name is Sofia Li")."""
+_FUSED_YOUR = frozenset({"name", "reservation", "skateboard", "mobile"})
+"""Nouns tau2-bench's scenarios write after "You" where they mean "Your" ("You name is Sofia Li", telecom's "You
+mobile data is not working properly")."""
 _FUSED_YOU = frozenset({"forgot"})
 """Verbs they write after "your" where they mean "you" ("your forgot what")."""
 _CONTRACTED = {"you're": "I'm", "you've": "I've", "you'd": "I'd", "you'll": "I'll"}

@@ -3,6 +3,9 @@
 - The agent is told upstream's `AGENT_INSTRUCTION` around the domain's policy, framed as upstream's `SYSTEM_PROMPT`:
   both are string constants of `src/tau2/agent/llm_agent.py`, read by parsing that file (it is never imported or
   run), and put together as its `LLMAgent.system_prompt` puts them (`llm_agent.py`, lines 80-83).
+- In solo mode the agent is told upstream's `AGENT_SOLO_INSTRUCTION` (formatted with the name of the tool that ends
+  the episode) around the policy and the task's ticket, framed as `SYSTEM_PROMPT_SOLO`, both of the same file, put
+  together as its `LLMSoloAgent.system_prompt` puts them (lines 296-318 and 400-410).
 - The simulated user is told upstream's guidelines (`data/tau2/user_simulator/simulation_guidelines.md`, or
   `simulation_guidelines_tools.md` for a user who has tools of its own), then its scenario between `<scenario>`
   tags, as `UserSimulator.system_prompt` frames them (`src/tau2/user/user_simulator.py`, lines 87-93 and 139-162,
@@ -39,6 +42,12 @@ PERSONA_PLACEHOLDER = "<PERSONA_GUIDELINES>"
 """Where upstream's guidelines take a persona config's extra guidelines (none in its default runs: left empty)."""
 AGENT_FIELDS = {"agent_instruction", "domain_policy"}
 """The fields upstream's agent `SYSTEM_PROMPT` is formatted with."""
+SOLO_FIELDS = {"agent_instruction", "domain_policy", "ticket"}
+"""The fields upstream's `SYSTEM_PROMPT_SOLO` is formatted with."""
+SOLO_INSTRUCTION_FIELDS = {"stop_function_name", "stop_token"}
+"""The fields upstream's `AGENT_SOLO_INSTRUCTION` may be formatted with (`LLMSoloAgent.system_prompt`)."""
+CONSTANTS = ("AGENT_INSTRUCTION", "SYSTEM_PROMPT", "AGENT_SOLO_INSTRUCTION", "SYSTEM_PROMPT_SOLO")
+"""The string constants read from upstream's `llm_agent.py`."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,9 @@ class Prompts:
     Attributes:
         agent_instruction: Upstream's `AGENT_INSTRUCTION`.
         agent_frame: Upstream's agent `SYSTEM_PROMPT`, with its `{agent_instruction}` and `{domain_policy}` fields.
+        solo_instruction: Upstream's `AGENT_SOLO_INSTRUCTION`, with its `{stop_function_name}` field.
+        solo_frame: Upstream's `SYSTEM_PROMPT_SOLO`, with its `{agent_instruction}`, `{domain_policy}` and
+            `{ticket}` fields.
         guidelines: The user simulator's guidelines for a user without tools.
         guidelines_tools: Its guidelines for a user who has tools of its own.
         source: Where they were read from: the commit they were downloaded at, or the folder named.
@@ -56,6 +68,8 @@ class Prompts:
 
     agent_instruction: str
     agent_frame: str
+    solo_instruction: str
+    solo_frame: str
     guidelines: str
     guidelines_tools: str
     source: str
@@ -64,6 +78,12 @@ class Prompts:
     def agent(self, policy: str) -> str:
         """The agent's system prompt for a domain's policy, as upstream's `LLMAgent.system_prompt` gives it."""
         return self.agent_frame.format(domain_policy=policy, agent_instruction=self.agent_instruction)
+
+    def solo(self, policy: str, ticket: str, *, stop_function: str, stop_token: str) -> str:
+        """The agent's system prompt in solo mode, as upstream's `LLMSoloAgent.system_prompt` gives it: its solo
+        instruction naming `stop_function` (the tool that ends the episode) around the policy and the ticket."""
+        instruction = self.solo_instruction.format(stop_function_name=stop_function, stop_token=stop_token)
+        return self.solo_frame.format(agent_instruction=instruction, domain_policy=policy, ticket=ticket)
 
     def user(self, scenario: UserScenario, has_tools: bool) -> str:
         """The simulated user's system prompt for a scenario, as upstream's `UserSimulator.system_prompt` gives it."""
@@ -146,15 +166,19 @@ def _read(data_dir: str | os.PathLike[str] | None, named: bool) -> Prompts:
             raise unusable(path, folder_name, f"it is not UTF-8 text ({error})", named=named) from None
     agent_path = paths[AGENT_FILE]
     constants = _string_constants(texts[AGENT_FILE], agent_path, named)
-    frame = constants["SYSTEM_PROMPT"]
-    fields = {field for _, field, _, _ in string.Formatter().parse(frame) if field is not None}
-    if fields != AGENT_FIELDS:
-        raise unusable(
-            agent_path,
-            "agent",
-            f"its SYSTEM_PROMPT takes the fields {sorted(fields)}, not upstream's {sorted(AGENT_FIELDS)}",
-            named=named,
-        )
+    for name, expected, exact in (
+        ("SYSTEM_PROMPT", AGENT_FIELDS, True),
+        ("SYSTEM_PROMPT_SOLO", SOLO_FIELDS, True),
+        ("AGENT_SOLO_INSTRUCTION", SOLO_INSTRUCTION_FIELDS, False),
+    ):
+        fields = {field for _, field, _, _ in string.Formatter().parse(constants[name]) if field is not None}
+        if fields != expected if exact else not fields <= expected:
+            raise unusable(
+                agent_path,
+                "agent",
+                f"its {name} takes the fields {sorted(fields)}, not upstream's {sorted(expected)}",
+                named=named,
+            )
     changed = [path for path, digest in files.items() if digest != _pinned(path)]
     source = f"read from {named_root(data_dir)}" if named else f"downloaded at commit {COMMIT[:12]}"
     if changed:
@@ -163,7 +187,9 @@ def _read(data_dir: str | os.PathLike[str] | None, named: bool) -> Prompts:
         source += f" (commit {COMMIT[:12]}'s files)"
     return Prompts(
         agent_instruction=constants["AGENT_INSTRUCTION"],
-        agent_frame=frame,
+        agent_frame=constants["SYSTEM_PROMPT"],
+        solo_instruction=constants["AGENT_SOLO_INSTRUCTION"],
+        solo_frame=constants["SYSTEM_PROMPT_SOLO"],
         guidelines=texts[GUIDELINES],
         guidelines_tools=texts[GUIDELINES_TOOLS],
         source=source,
@@ -185,8 +211,8 @@ def _bytes(path: Path, folder: str, named: bool) -> bytes:
 
 
 def _string_constants(source: str, path: Path, named: bool) -> dict[str, str]:
-    """`AGENT_INSTRUCTION` and `SYSTEM_PROMPT` as upstream's module defines them: each a string literal, or one with
-    `.strip()` called on it, assigned at the top of the module. Parsed, never run."""
+    """`CONSTANTS` as upstream's module defines them: each a string literal, or one with `.strip()` called on it,
+    assigned at the top of the module. Parsed, never run."""
     try:
         module = ast.parse(source, filename=str(path))
     except SyntaxError as error:
@@ -197,7 +223,7 @@ def _string_constants(source: str, path: Path, named: bool) -> dict[str, str]:
     for node in module.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            if name in ("AGENT_INSTRUCTION", "SYSTEM_PROMPT"):
+            if name in CONSTANTS:
                 value = _literal(node.value)
                 if value is None:
                     raise unusable(
@@ -207,7 +233,7 @@ def _string_constants(source: str, path: Path, named: bool) -> dict[str, str]:
                         named=named,
                     )
                 found[name] = value
-    missing = [name for name in ("AGENT_INSTRUCTION", "SYSTEM_PROMPT") if name not in found]
+    missing = [name for name in CONSTANTS if name not in found]
     if missing:
         raise unusable(path, "agent", f"it defines no {' nor '.join(missing)} at its top level", named=named)
     return found

@@ -59,12 +59,20 @@ class Episode(Protocol):
     judge: Judge | None
     chat: Chat | None
 
+    @property
+    def solo(self) -> bool: ...
+
     def initial_state(self, task: Task) -> list[Call]: ...
 
     def replay(self, name: str, arguments: Mapping[str, Any], side: Literal["assistant", "user"]) -> Call: ...
 
     def env_call(self, call: EnvCall) -> Any: ...
 
+    def sync(self) -> None: ...
+
+
+SOLO_USER = {"kind": "none", "note": "solo mode: the agent works from the task's ticket, with no user"}
+"""Who played the user in a solo episode, as its breakdown says it."""
 
 _gold: dict[tuple[int, str], tuple[Store, Store | None]] = {}
 _gold_lock = threading.Lock()
@@ -87,10 +95,10 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
         "ended": ENDINGS[termination],
         "termination": termination,
         "scored": termination in SCORED,
-        "user": env.user.describe(),
+        "user": SOLO_USER if env.solo else env.user.describe(),
         "faults": env.chat.reported_faults() if env.chat is not None else {},
     }
-    if isinstance(env.user, ScriptedUser):
+    if isinstance(env.user, ScriptedUser) and not env.solo:
         breakdown["user_note"] = (
             "the user is scripted (no model plays it): not τ²-bench's simulated user, so the reward is not "
             "comparable with the leaderboard's; give a user model (user=..., --user-base-url) for that"
@@ -153,7 +161,9 @@ Part = tuple[dict[str, Any], list[dict[str, Any]]]
 
 def gold(env: Episode, task: Task) -> tuple[Store, Store | None]:
     """The databases the task's reference actions leave, from its initial state: computed once per process and
-    task (a reference call that fails is passed over, as upstream logs and passes over it). Sets nothing on `env`."""
+    task (a reference call that fails is passed over, as upstream logs and passes over it; the two sides of a
+    domain whose user has a database, telecom's, are not linked after each, as upstream's are not). Sets nothing on
+    `env`."""
     key = (id(env.data), task.id)
     with _gold_lock:
         found = _gold.get(key)
@@ -161,11 +171,18 @@ def gold(env: Episode, task: Task) -> tuple[Store, Store | None]:
             replayer = type(env).__new__(type(env))
             replayer.data = env.data
             replayer.initial_state(task)
+            # Upstream's gold environment makes the reference calls with `make_tool_call`, which never links the
+            # two sides (src/tau2/evaluator/evaluator_env.py, lines 105-115); nor do these.
+            replayer.sync = _unlinked  # type: ignore[method-assign]
             criteria = task.evaluation_criteria
             for action in (criteria.actions or []) if criteria else []:
                 replayer.replay(action.name, action.arguments, action.requestor)
             found = _gold[key] = (replayer.db, replayer.user_db)
         return found
+
+
+def _unlinked() -> None:
+    """The gold replay's `sync`: nothing."""
 
 
 def _check(part: str, check: str, met: bool) -> dict[str, Any]:

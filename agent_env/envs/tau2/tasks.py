@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+import tomllib
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -129,6 +132,8 @@ class Task(_Loose):
 
     id: str
     user_scenario: UserScenario
+    ticket: str | None = None
+    """The task as a support ticket, which an agent in solo mode (no user) works from."""
     initial_state: InitialState | None = None
     evaluation_criteria: EvaluationCriteria | None = None
 
@@ -183,26 +188,42 @@ def scripted_turns(instructions: Instructions | str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class DomainFiles:
+    """Which of a domain's files hold its databases and its policy: airline's, retail's and mock's layout by default
+    (`db.json`, `user_db.json`, `policy.md`). A database file is read by its suffix: JSON, or TOML (`.toml`)."""
+
+    database: str = "db.json"
+    user_database: str = "user_db.json"
+    policy: str | None = "policy.md"
+    """The file that is the agent's policy, or None where the environment puts the policy together (telecom)."""
+    documents: tuple[str, ...] = ()
+    """More text files the environment reads (telecom's policies), kept by name in `Domain.documents`."""
+
+
+@dataclass(frozen=True)
 class Domain:
     """One domain's data, shared by every episode in this process: never change any of it (its bases refuse it).
 
     Attributes:
-        name: `airline`, `retail` or `mock`.
+        name: `airline`, `retail`, `mock` or `telecom`.
         folder: Where its files were read from.
-        policy: The policy the agent follows.
-        tasks: Every task, by id, in the file's order.
+        policy: The policy the agent follows, from the domain's policy file; empty for a domain whose environment
+            puts it together from `documents` (telecom).
+        tasks: Every task, by id, in the file's order (`TaskFile`).
         splits: Each split's task ids (`train`, `test`, `base` where the domain has them).
         base: The database every task starts from, read-only (`shared.share`).
-        user_base: The user's own database, for a domain whose user has tools (the mock domain), read-only too.
+        user_base: The user's own database, for a domain whose user has tools (mock, telecom), read-only too.
+        documents: The text of each of `DomainFiles.documents`, by file name.
     """
 
     name: str
     folder: Path
     policy: str
-    tasks: dict[str, Task]
+    tasks: Mapping[str, Task]
     splits: dict[str, list[str]]
     base: BaseModel
     user_base: BaseModel | None
+    documents: Mapping[str, str] = field(default_factory=dict)
 
     def task(self, task_id: str) -> Task:
         """The task `task_id`; `LookupError` naming a few real ids when there is none."""
@@ -223,6 +244,85 @@ class Domain:
         return [self.task(task_id) for task_id in ids]
 
 
+class TaskFile(Mapping[str, Task]):
+    """A domain's tasks by id, in the file's order, each read from its JSON when asked for.
+
+    Every task is parsed and validated when the file is read, so a file that is not tau2-bench's fails there; but
+    only the tasks episodes ask for are kept as objects (the `KEPT` most recently asked for), the rest as their
+    JSON. telecom's 2,285 tasks (14 MB of JSON) take about 80 MB of objects, against 13 MB of JSON; reading one
+    again takes tens of microseconds. Safe to share between threads.
+    """
+
+    KEPT = 512
+
+    def __init__(self, sources: dict[str, bytes]) -> None:
+        self._sources = sources
+        self._kept: OrderedDict[str, Task] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __getitem__(self, task_id: str) -> Task:
+        with self._lock:
+            found = self._kept.get(task_id)
+            if found is not None:
+                self._kept.move_to_end(task_id)
+                return found
+        task = Task.model_validate_json(self._sources[task_id])
+        with self._lock:
+            found = self._kept.setdefault(task_id, task)
+            self._kept.move_to_end(task_id)
+            while len(self._kept) > self.KEPT:
+                self._kept.popitem(last=False)
+        return found
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._sources
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def read_tasks(raw: bytes) -> TaskFile:
+    """A tasks.json's tasks (see `TaskFile`).
+
+    Raises:
+        UnicodeDecodeError, json.JSONDecodeError, pydantic.ValidationError: The file is not UTF-8, not JSON, or not
+            a list of tau2-bench's tasks; the error says where, as a parse of the whole file would.
+    """
+    text = raw.decode("utf-8")
+    try:
+        return TaskFile(_task_sources(text))
+    except (ValueError, IndexError):  # where and why, as a parse of the whole file says it
+        _TASKS.validate_python(json.loads(text))
+        raise
+
+
+def _task_sources(text: str) -> dict[str, bytes]:
+    """Each task's JSON by its id, every one validated, from a JSON list of tasks."""
+    index = _SPACE.match(text, 0).end()  # type: ignore[union-attr]
+    if text[index] != "[":
+        raise ValueError("not a list")
+    index = _SPACE.match(text, index + 1).end()  # type: ignore[union-attr]
+    sources: dict[str, bytes] = {}
+    while text[index] != "]":
+        item, end = _DECODER.raw_decode(text, index)
+        sources[Task.model_validate(item).id] = text[index:end].encode("utf-8")
+        index = _SPACE.match(text, end).end()  # type: ignore[union-attr]
+        if text[index] == ",":
+            index = _SPACE.match(text, index + 1).end()  # type: ignore[union-attr]
+        elif text[index] != "]":
+            raise ValueError("a task is not followed by ',' or ']'")
+    if _SPACE.match(text, index + 1).end() != len(text):  # type: ignore[union-attr]
+        raise ValueError("more after the list")
+    return sources
+
+
 _domains: dict[tuple[str, str, str], Domain] = {}
 _domains_lock = threading.Lock()
 
@@ -232,8 +332,10 @@ def load_domain(
     base_model: type[BaseModel],
     user_model: type[BaseModel] | None = None,
     data_dir: str | os.PathLike[str] | None = None,
+    files: DomainFiles = DomainFiles(),
 ) -> Domain:
-    """A domain's data, read once per process and folder (downloaded first where it must be; see `data`).
+    """A domain's data, read once per process and folder (downloaded first where it must be; see `data`), from the
+    files `files` names.
 
     Raises:
         Tau2DataError: A file is missing, or cannot be read or parsed: the message names it, what is wrong with it,
@@ -245,7 +347,7 @@ def load_domain(
         found = _domains.get(key)
         if found is None:
             reader = _Reader(name, folder, named=named_root(data_dir) is not None)
-            found = _domains[key] = reader.domain(base_model, user_model)
+            found = _domains[key] = reader.domain(base_model, user_model, files)
         return found
 
 
@@ -262,24 +364,30 @@ class _Reader:
     folder: Path
     named: bool
 
-    def domain(self, base_model: type[BaseModel], user_model: type[BaseModel] | None) -> Domain:
-        tasks = self.parsed("tasks.json", lambda text: _TASKS.validate_python(json.loads(text)))
+    def domain(
+        self, base_model: type[BaseModel], user_model: type[BaseModel] | None, files: DomainFiles
+    ) -> Domain:
+        tasks = self.parsed("tasks.json", read_tasks)
         splits = self.parsed("split_tasks.json", _SPLITS.validate_json)
-        base = self.parsed("db.json", base_model.model_validate_json)
+        base = self.parsed(files.database, database_reader(files.database, base_model))
         user_base = (
-            None if user_model is None else self.parsed("user_db.json", user_model.model_validate_json)
+            None
+            if user_model is None
+            else self.parsed(files.user_database, database_reader(files.user_database, user_model))
         )
         for shared in (base, user_base):
             if shared is not None:
                 share(shared)  # every episode reads it: a change in place raises, pointing to Table.edit
+        documents = {name: self.parsed(name, _text) for name in files.documents}
         return Domain(
             name=self.name,
             folder=self.folder,
-            policy=self.parsed("policy.md", lambda text: text.decode("utf-8").replace("\r\n", "\n")),
-            tasks={task.id: task for task in tasks},
+            policy=self.parsed(files.policy, _text) if files.policy is not None else "",
+            tasks=tasks,
             splits={split: [str(task_id) for task_id in ids] for split, ids in splits.items()},
             base=base,
             user_base=user_base,
+            documents=documents,
         )
 
     def parsed(self, file: str, parse: Callable[[bytes], T]) -> T:
@@ -294,8 +402,23 @@ class _Reader:
             raise unusable(path, self.name, _validation_problem(error), named=self.named) from None
         except json.JSONDecodeError as error:
             raise unusable(path, self.name, f"it is not valid JSON ({error})", named=self.named) from None
+        except tomllib.TOMLDecodeError as error:
+            raise unusable(path, self.name, f"it is not valid TOML ({error})", named=self.named) from None
         except UnicodeDecodeError as error:
             raise unusable(path, self.name, f"it is not UTF-8 text ({error})", named=self.named) from None
+
+
+def _text(raw: bytes) -> str:
+    """A text file as tau2-bench reads it (Python's universal newlines)."""
+    return raw.decode("utf-8").replace("\r\n", "\n")
+
+
+def database_reader(file: str, model: type[BaseModel]) -> Callable[[bytes], BaseModel]:
+    """How a database file is parsed into `model`: TOML for a `.toml` file (as tau2-bench's telecom keeps its
+    databases), JSON otherwise."""
+    if file.endswith(".toml"):
+        return lambda raw: model.model_validate(tomllib.loads(raw.decode("utf-8")))
+    return model.model_validate_json
 
 
 def _validation_problem(error: ValidationError) -> str:

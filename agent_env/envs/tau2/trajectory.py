@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Termination = Literal["agent_stop", "user_stop", "max_steps", "too_many_errors", "user_error"]
+Termination = Literal["agent_stop", "user_stop", "max_steps", "too_many_errors", "user_error", "agent_error"]
 
 SCORED: frozenset[Termination] = frozenset({"agent_stop", "user_stop"})
 """The endings tau2-bench scores; any other ending scores 0."""
@@ -16,6 +16,7 @@ ENDINGS: dict[Termination, str] = {
     "max_steps": "the episode reached max_steps",
     "too_many_errors": "the episode reached max_errors",
     "user_error": "the simulated user could not answer",
+    "agent_error": "the agent wrote to a user in solo mode, where there is none",
 }
 """Each ending, in the words a reward's breakdown gives it."""
 

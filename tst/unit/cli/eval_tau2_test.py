@@ -234,6 +234,32 @@ def test_without_a_split_a_domain_without_a_test_split_plays_its_first_and_says_
     assert refused.stderr.strip() == "agent-env eval: τ²-bench mock has no split 'test'; its splits are base"
 
 
+def test_a_telecom_run_plays_the_users_own_calls_inside_its_replies_and_scores_them(tmp_path):
+    out = tmp_path / "run.jsonl"
+    agent = agent_that(
+        lambda body: Answer(completion("Please turn on data roaming on your phone.")),
+        lambda body: Answer(completion("Is your mobile data working now?")),
+    )
+    with scripted(agent) as model:
+        result = invoke("tau2-telecom", "--split", "small", "--episodes", "1", "--base-url", model.url,
+                        "--out", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    header, episode = (json.loads(line) for line in out.read_text().splitlines()[:2])
+    assert header["environment"] == "Tau2Telecom" and header["split"] == "small"
+    assert episode["episode"] == "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
+    assert episode["reward"] == 1.0 and episode["breakdown"]["basis"] == ["ENV_ASSERTION"]
+    [db] = [check for check in episode["breakdown"]["checks"] if check["part"] == "DB"]
+    assert db["basis"] is False  # computed, as upstream does, and not counted
+    assert (
+        "simulation_guidelines_tools.md" not in episode["breakdown"]["prompts_note"]
+    )  # a scripted user: told none
+    second = model.requests[1][0]["messages"]  # what the agent read: the user's words, never its calls
+    assert second[-1]["role"] == "user" and second[-1]["content"].startswith(
+        "Done. This is what it shows now:"
+    )
+    assert not any(message.get("tool_calls") for message in second)
+
+
 def test_rows_built_with_the_scripted_users_opening_are_refused_when_a_model_plays_the_user(tmp_path):
     # The scripted opening would stand for the user's own, and the model would answer a conversation it never
     # opened: every episode is refused before the user is asked, saying how to build the rows.

@@ -421,11 +421,13 @@ def test_rows_from_a_file_start_the_episodes_instead_of_a_splits(tmp_path):
     assert result.exit_code == 0, result.output
     header, *episodes, _ = (json.loads(text) for text in out.read_text().splitlines())
     assert header["split"] is None and header["rows"]["count"] == 2
-    assert [(line["episode"], line["task"]) for line in episodes] == [
+    # written as each ends (episodes run at once): in either order
+    assert sorted((line["episode"], line["task"]) for line in episodes) == [
         ("rows/0", {"task": "a"}),
         ("t-b", {"task_id": "t-b"}),
     ]
-    first = server.requests[0][0]["messages"][0]
+    openings = {request[0]["messages"][0]["content"].split("\n")[0]: request[0] for request in server.requests}
+    first = openings["Trade now."]["messages"][0]
     assert first["role"] == "user" and first["content"].startswith("Trade now.\n\nTask a: submit offers")
 
 

@@ -325,8 +325,8 @@ def test_a_named_folder_missing_a_file_says_which_and_how_to_get_it(tiny, tmp_pa
 
 
 def test_an_unknown_domain_names_the_domains():
-    with pytest.raises(LookupError, match="the domains are airline, retail, mock"):
-        domain_folder("telecom")
+    with pytest.raises(LookupError, match="the domains are airline, retail, mock, telecom"):
+        domain_folder("banking_knowledge")
 
 
 LOCAL = local_tau2_data(Path(__file__).resolve().parents[4])

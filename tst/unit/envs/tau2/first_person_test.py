@@ -6,6 +6,7 @@ exactly as a customer would write them."""
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ LOCAL = local_tau2_data(Path(__file__).resolve().parents[4])
 needs_data = pytest.mark.skipif(LOCAL is None, reason="no copy of τ²-bench's data beside the project")
 
 
+@cache
 def tasks(domain: str) -> dict[str, Task]:
     assert LOCAL is not None
     found = [Task.model_validate(task) for task in json.loads((LOCAL / domain / "tasks.json").read_text())]
@@ -47,7 +49,8 @@ def opening(domain: str, task_id: str) -> str:
 
 @needs_data
 @pytest.mark.parametrize(
-    ("domain", "count", "left_out"), [("airline", 50, 4), ("retail", 114, 41), ("mock", 10, 2)]
+    ("domain", "count", "left_out"),
+    [("airline", 50, 4), ("retail", 114, 41), ("mock", 10, 2), ("telecom", 2285, 0)],
 )
 def test_no_second_person_is_left_outside_quotes_and_sentences_that_tell_the_user_how_to_act_are_left_out(
     domain, count, left_out
@@ -98,6 +101,14 @@ def test_the_opening_says_the_reason_and_what_is_known_sentence_for_sentence_and
             "flight.\n\nI have a lot of things I need to bring with me on this trip. I am stressed and it is really "
             "important for me that the information be correct. \n\nI'm pretty sure that I'm a Gold member.\n\nI am "
             "Anya Garcia.\n\nMy user id is: anya_garcia_5901.\n\nMy confirmation number is JMO1MG.",
+        ),
+        (
+            "telecom",
+            "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]",
+            "My mobile data is not working properly. It either stops working or is very slow. I want to fix it and "
+            "absolutely want to get excellent internet speed on my phone. I am not willing to accept any other "
+            "internet speed (poor, fair or good). I do not have access to wifi.\n\nI am John Smith with phone number "
+            "555-123-2002. I am currently abroad in France.",
         ),
         (
             "retail",

@@ -46,6 +46,26 @@ def upstream_agent_prompt(policy: str) -> str:
     )
 
 
+def upstream_solo_prompt(policy: str, ticket: str) -> str:
+    """`LLMSoloAgent.system_prompt`, its stop tool named `end_turn` (agent_env's, where upstream's is `done`)."""
+    source = FILES["llm_agent.py"].read_text()
+    instruction = constant(source, "AGENT_SOLO_INSTRUCTION").replace("{stop_function_name}", "end_turn")
+    frame = constant(source, "SYSTEM_PROMPT_SOLO")
+    return (
+        frame.replace("{agent_instruction}", instruction)
+        .replace("{domain_policy}", policy)
+        .replace("{ticket}", ticket)
+    )
+
+
+def telecom_policy(main: str, tech: str) -> str:
+    """telecom's policy as its `get_environment` puts its two files together."""
+    read = (SHARED / "telecom" / main).read_text(), (SHARED / "telecom" / tech).read_text()
+    return (
+        f"<main_policy>\n{read[0]}\n</main_policy>\n<tech_support_policy>\n{read[1]}\n</tech_support_policy>"
+    )
+
+
 def tabbed(text: str) -> str:
     return "\n".join("\t" + line if line.strip() else line for line in text.split("\n"))
 
@@ -88,6 +108,43 @@ def test_every_rows_system_message_and_every_users_prompt_are_upstreams(domain, 
         assert told == upstream_user_prompt(task["user_scenario"], has_tools), task["id"]
 
 
+@pytest.mark.parametrize(
+    ("name", "main", "tech"),
+    [
+        ("tau2-telecom", "main_policy.md", "tech_support_manual.md"),
+        ("tau2-telecom-workflow", "main_policy.md", "tech_support_workflow.md"),
+        ("tau2-telecom-solo", "main_policy_solo.md", "tech_support_manual.md"),
+        ("tau2-telecom-workflow-solo", "main_policy_solo.md", "tech_support_workflow_solo.md"),
+    ],
+)
+def test_telecoms_rows_are_upstreams_agent_or_solo_prompt_and_its_user_is_told_the_guidelines_for_tools(
+    name, main, tech
+):
+    env = AgentEnv.local(name)
+    policy = telecom_policy(main, tech)
+    instance = env.provider.environment()
+    tasks = {task.id: task for task in instance.data.split("base")}
+    rows = env.provider.dataset_rows("base")
+    assert len(rows) == len(tasks) == 114
+    if (
+        instance.solo
+    ):  # the solo instruction, the policy and the ticket, alone: upstream's solo agent has no user
+        assert all(
+            row["prompt"]
+            == [{"role": "system", "content": upstream_solo_prompt(policy, tasks[row["task_id"]].ticket)}]
+            for row in rows
+        )
+        assert "You cannot communicate with the user" in rows[0]["prompt"][0]["content"]
+        return
+    assert all(
+        row["prompt"][0] == {"role": "system", "content": upstream_agent_prompt(policy)} for row in rows
+    )
+    written = {task["id"]: task for task in json.loads((SHARED / "telecom" / "tasks.json").read_text())}
+    for task_id, task in tasks.items():
+        told = instance.scenario(task).prompt
+        assert told == upstream_user_prompt(written[task_id]["user_scenario"], True), task_id
+
+
 def test_an_llm_user_is_told_upstreams_prompt_and_a_scripted_user_says_its_script():
     from testbed.scripted import Answer, completion, scripted
 
@@ -121,14 +178,27 @@ def own_folder(tmp_path: Path) -> Path:
     return tmp_path / "mine"
 
 
+SOLO = 'AGENT_SOLO_INSTRUCTION = "{stop_function_name}"\nSYSTEM_PROMPT_SOLO = "{agent_instruction}{domain_policy}{ticket}"\n'
+"""Upstream's solo constants, in a module of one's own."""
+
+
 @pytest.mark.parametrize(
     ("source", "problem"),
     [
-        ('AGENT_INSTRUCTION = "x"\n', "defines no SYSTEM_PROMPT at its top level"),
-        ('AGENT_INSTRUCTION = f"{1}"\nSYSTEM_PROMPT = "{agent_instruction}{domain_policy}"\n',
+        ('AGENT_INSTRUCTION = "x"\n' + SOLO,
+         "defines no SYSTEM_PROMPT at its top level"),
+        ('AGENT_INSTRUCTION = "x"\nSYSTEM_PROMPT = "{agent_instruction}{domain_policy}"\n',
+         "defines no AGENT_SOLO_INSTRUCTION nor SYSTEM_PROMPT_SOLO at its top level"),
+        ('AGENT_INSTRUCTION = f"{1}"\nSYSTEM_PROMPT = "{agent_instruction}{domain_policy}"\n' + SOLO,
          "its AGENT_INSTRUCTION is not a string constant"),
-        ('AGENT_INSTRUCTION = "x"\nSYSTEM_PROMPT = "{agent_instruction}"\n',
+        ('AGENT_INSTRUCTION = "x"\nSYSTEM_PROMPT = "{agent_instruction}"\n' + SOLO,
          "its SYSTEM_PROMPT takes the fields ['agent_instruction'], not upstream's"),
+        ('AGENT_INSTRUCTION = "x"\nSYSTEM_PROMPT = "{agent_instruction}{domain_policy}"\n'
+         'AGENT_SOLO_INSTRUCTION = "{stop_function_name}"\nSYSTEM_PROMPT_SOLO = "{agent_instruction}{ticket}"\n',
+         "its SYSTEM_PROMPT_SOLO takes the fields ['agent_instruction', 'ticket'], not upstream's"),
+        ('AGENT_INSTRUCTION = "x"\nSYSTEM_PROMPT = "{agent_instruction}{domain_policy}"\n'
+         'AGENT_SOLO_INSTRUCTION = "{stop}"\nSYSTEM_PROMPT_SOLO = "{agent_instruction}{domain_policy}{ticket}"\n',
+         "its AGENT_SOLO_INSTRUCTION takes the fields ['stop'], not upstream's"),
         ("def broken(:\n", "it is not Python"),
     ],
 )  # fmt: skip

@@ -114,6 +114,34 @@ def test_a_served_environment_names_its_splits_when_a_split_is_missing(provider)
     assert split_to_play(provider.dataset_rows, None, ("train",), provider.name) == "base"
 
 
+ROAMING = "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
+
+
+@pytest.fixture(scope="module", params=["served", "openenv"])
+def telecom(request: pytest.FixtureRequest) -> Iterator[Provider]:
+    pytest.importorskip("uvicorn", reason="the server extra is not installed")
+    from agent_env.envs.tau2.telecom import Tau2Telecom
+    from agent_env.openenv import OpenEnvProvider, OpenEnvSurface
+    from agent_env.server.app import build_app
+    from agent_env.server.client import RemoteProvider
+    from tst.unit.server.running import running
+
+    with running(build_app(Tau2Telecom, surfaces=[OpenEnvSurface()])) as url:
+        yield RemoteProvider(url) if request.param == "served" else OpenEnvProvider(f"{url}/openenv")
+
+
+def test_a_served_telecom_users_calls_happen_on_the_far_side_inside_the_users_reply(telecom):
+    with telecom.open() as session:
+        assert session.reset(task_id=ROAMING).startswith("My mobile data is not working properly.")
+        session.call_tool("get_customer_by_phone", {"phone_number": "555-123-2002"})
+        reply = session.call_tool(USER_CHANNEL, {"message": "Please turn on data roaming on your phone."})
+        assert reply.startswith("Done. This is what it shows now:\n\nData Roaming is now ON.")
+        while session.ended() is None:
+            session.call_tool(USER_CHANNEL, {"message": "Does your data work now?"})
+        assert session.score().reward == 1.0
+    assert "toggle_roaming" not in {tool["name"] for tool in telecom.tools()}  # the user's, not the agent's
+
+
 def transfer_then_write(session: Any) -> None:
     """τ²-bench's transfer, as eval plays it: one reply holds the transfer and a write after it, both run; the
     user, told, writes its transfer marker, which ends the episode as the user stopping."""
