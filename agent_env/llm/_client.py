@@ -93,6 +93,10 @@ class Endpoint:
     max_backoff: float = 8.0
 
 
+TURN_SEED_STEP = 1_000_003
+"""How far apart the seeds of an episode's successive replies are (a prime, past any run's count of episodes)."""
+
+
 @dataclass(frozen=True)
 class Sampling:
     """The sampling settings every request carries; those left None are the server's own.
@@ -101,7 +105,8 @@ class Sampling:
         temperature: Sampling temperature.
         top_p: Nucleus sampling mass.
         max_tokens: Most tokens a reply may have.
-        seed: The first episode's seed; episode i is asked with `seed + i`, in every arm.
+        seed: The first episode's seed; episode i's first reply is asked with `seed + i`, its later replies each
+            with a seed of their own (`fields`), the same in every arm.
         extra_body: More fields for the request body, as the server takes them (e.g. `{"top_k": 20}`).
     """
 
@@ -111,11 +116,14 @@ class Sampling:
     seed: int = 0
     extra_body: Mapping[str, Any] = field(default_factory=dict)
 
-    def fields(self, position: int) -> dict[str, Any]:
-        """The request body's sampling fields for the episode at `position`."""
+    def fields(self, position: int, turn: int = 1) -> dict[str, Any]:
+        """The request body's sampling fields for reply `turn` (from 1) of the episode at `position`: its seed is
+        `seed + position`, plus `TURN_SEED_STEP` for each reply before it. A server seeds a request's sampling with
+        it (vLLM does), so one seed for every reply would draw each reply with the same random numbers."""
         chosen = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
         fields: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
-        return {**fields, "seed": self.seed + position, **self.extra_body}
+        seed = self.seed + position + TURN_SEED_STEP * (turn - 1)
+        return {**fields, "seed": seed, **self.extra_body}
 
     def settings(self) -> dict[str, Any]:
         """The settings as JSON, for the run's record."""
@@ -277,10 +285,12 @@ class ChatClient:
             try:
                 # The client's documented way to send a body as it is (`chat.completions.create` walks every
                 # message and tool schema through its type transforms first: 60% of a turn's time on the desk).
+                # No tools, no `tools` field: vLLM refuses an empty list (HTTP 400).
+                offered = {"tools": tools} if tools else {}
                 completion = await self._client.post(
                     "/chat/completions",
                     cast_to=ChatCompletion,
-                    body={"model": model, "messages": messages, "tools": tools, **fields},
+                    body={"model": model, "messages": messages, **offered, **fields},
                 )
             except openai.APITimeoutError:
                 fault, last = "timeout", f"no answer within {endpoint.timeout:g} s"

@@ -9,6 +9,7 @@ import pytest
 
 from agent_env import AgentEnv, Environment, tool
 from agent_env.evaluation import Sampling
+from agent_env.llm._client import TURN_SEED_STEP
 from testbed.scripted import Answer, call, completion, scripted, tool_results, toy_policy
 from testbed.toy import MALFORMED, VALID, ToyDesk
 
@@ -117,6 +118,22 @@ def test_a_call_written_as_text_is_counted_as_unparsed_and_the_run_says_the_serv
     )
 
 
+def test_a_call_whose_json_does_not_read_is_the_models_malformed_call_not_a_server_that_ignores_tools(run):
+    """vLLM's hermes parser hands on only the calls it can read: one whose JSON is broken comes back as text."""
+    text = '<tool_call>\n{"name": "submit_offers", "arguments": {"curves": [}}\n</tool_call>'
+    with scripted(replies(Answer(completion(text)))) as server:
+        report = run(server.url, episodes=2)
+    assert all(e.faults == {"unreadable_call": 1} and e.ended_by == "no_tool_calls" for e in report.episodes)
+    assert report.notes == []  # the server parses calls; this model wrote one it cannot read
+
+
+def test_a_call_cut_off_mid_json_is_unreadable_too(run):
+    text = '<tool_call>\n{"name": "submit_offers", "arguments": {"curves": [{"hours": "HE'
+    with scripted(replies(Answer(completion(text, finish_reason="length")))) as server:
+        episode = only(run(server.url, episodes=1))
+    assert episode.faults == {"unreadable_call": 1, "truncated": 1}
+
+
 def test_plain_text_is_not_taken_for_a_call(run):
     with scripted(replies(Answer(completion("I would submit_offers, but the prices look off.")))) as server:
         report = run(server.url, episodes=1)
@@ -181,7 +198,12 @@ def test_every_request_sends_the_published_tools_and_the_sampling_settings(run):
             name: found["inputSchema"] for name, found in published.items()
         }
         assert (body["temperature"], body["top_p"], body["max_tokens"], body["top_k"]) == (0.7, 0.9, 64, 20)
-    assert sorted({body["seed"] for body in bodies}) == [100, 101]
+    assert sorted({body["seed"] % TURN_SEED_STEP for body in bodies}) == [
+        100,
+        101,
+    ]  # an episode's first reply
+    # and each later reply with a seed of its own: one seed for all of them would draw each with the same numbers
+    assert len({body["seed"] for body in bodies}) == len(bodies) == 4
 
 
 def test_unset_sampling_settings_are_left_to_the_server(run):

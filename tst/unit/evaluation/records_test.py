@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from agent_env.evaluation import RunFileError
+from agent_env.llm._client import TURN_SEED_STEP
 from testbed.scripted import Answer, scripted, toy_policy
 
 
@@ -21,7 +22,7 @@ def episode_lines(path: Any) -> list[dict[str, Any]]:
 
 def failing(position: int) -> Any:
     def script(body: dict[str, Any], headers: dict[str, str]) -> Answer:
-        if body["seed"] == position:
+        if body["seed"] % TURN_SEED_STEP == position:
             return Answer({"error": {"message": "overloaded"}}, status=400)
         return toy_policy(body)
 
@@ -56,7 +57,9 @@ def test_resume_plays_only_what_did_not_finish_and_sums_up_the_whole_run(run, tm
     assert first.summaries[0].failed == 1
     with scripted(toy_policy) as server:
         second = run(server.url, resume=True)
-    assert {body["seed"] for body, _ in server.requests} == {1}  # the failed episode only, with its own seed
+    assert {body["seed"] % TURN_SEED_STEP for body, _ in server.requests} == {
+        1
+    }  # the failed episode only, with its own seed
     assert (second.played, second.skipped) == (1, 3)
     summary = second.summaries[0]
     assert (summary.episodes, summary.failed, summary.reward.n) == (4, 0, 4)
@@ -80,7 +83,7 @@ def test_resume_plays_again_an_episode_an_earlier_version_ended_as_agent_error(r
         path.write_text("".join(json.dumps(line) + "\n" for line in (header, first, second)))
         server.requests.clear()
         report = run(server.url, episodes=2, concurrency=1, resume=True)
-    assert {body["seed"] for body, _ in server.requests} == {first["seed"]}
+    assert {body["seed"] % TURN_SEED_STEP for body, _ in server.requests} == {first["seed"]}
     assert (report.played, report.skipped) == (1, 1)
     assert report.summaries[0].ended_by == {"end_turn": 2}
 
@@ -95,7 +98,7 @@ def test_a_last_line_cut_short_by_a_kill_is_dropped_and_its_episode_played_again
         path.write_text(cut)
         server.requests.clear()
         report = run(server.url, episodes=2, concurrency=1, resume=True)
-    assert {body["seed"] for body, _ in server.requests} == {1}
+    assert {body["seed"] % TURN_SEED_STEP for body, _ in server.requests} == {1}
     assert report.skipped == 1
     assert [line["episode"] for line in episode_lines(path)] == ["test/0", "test/1"]
 

@@ -121,6 +121,25 @@ def test_a_reply_with_neither_text_nor_calls_ends_the_episode_unscored_and_count
     assert report.summaries[0].failed == 1 and report.summaries[0].faults == {"empty_reply": 1}
 
 
+@pytest.mark.parametrize(
+    ("text", "fault"),
+    [
+        ('<tool_call>\n{"name": "create_task", "arguments": {"title": [}}\n</tool_call>', "unreadable_call"),
+        ('<tool_call>\n{"name": "create_task", "arguments": {"title": "x"}}\n</tool_call>', "unparsed_call"),
+    ],
+)
+def test_a_call_written_as_text_goes_to_the_user_as_upstream_sends_it_and_is_counted(tmp_path, text, fault):
+    """vLLM's hermes parser hands on only the calls it can read; a server without a parser none: the reply is text,
+    which τ²-bench's protocol sends to the user. The fault says whose it is: the model's or the server's."""
+    agent = agent_that(lambda body: Answer(completion(text)))
+    report, [episode], _, simulated = run(agent, user_that_stops, tmp_path)
+    assert episode["faults"] == {fault: 1} and episode["calls"] == []
+    assert simulated.requests[-1][0]["messages"][-1] == {"role": "user", "content": text}
+    assert episode["ended_by"] == "ended"
+    ignored = [note for note in report.notes if note.startswith("no reply carried a tool call the server")]
+    assert bool(ignored) == (fault == "unparsed_call")  # the run says the server ignores tools
+
+
 def test_an_episode_that_reaches_max_turns_scores_zero_as_neither_side_ended_it(tmp_path):
     agent = agent_that(lambda body: Answer(completion(tool_calls=[call("get_users", {})])))
     _, [episode], _, _ = run(agent, user_that_stops, tmp_path, max_turns=3)
