@@ -426,7 +426,9 @@ def test_rows_from_a_file_start_the_episodes_instead_of_a_splits(tmp_path):
         ("rows/0", {"task": "a"}),
         ("t-b", {"task_id": "t-b"}),
     ]
-    openings = {request[0]["messages"][0]["content"].split("\n")[0]: request[0] for request in server.requests}
+    openings = {
+        request[0]["messages"][0]["content"].split("\n")[0]: request[0] for request in server.requests
+    }
     first = openings["Trade now."]["messages"][0]
     assert first["role"] == "user" and first["content"].startswith("Trade now.\n\nTask a: submit offers")
 
