@@ -134,7 +134,16 @@ async def test_jobs_that_block_run_side_by_side_up_to_the_pool_size():
 async def test_a_job_wakes_one_idle_worker_not_all_of_them():
     pool = WorkerPool(8)
     try:
-        await pool.run(lambda: None, 5)  # every worker has gone idle once
+        # Every worker has started and gone idle: one that starts late (its thread slow to get a core on a loaded
+        # machine) goes idle last, and rightly takes the next job.
+        for _ in range(500):
+            with pool._lock:
+                if len(pool._idle) == 8:
+                    break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the pool's 8 workers did not all go idle within 5 s")
+        await pool.run(lambda: None, 5)
         ran_in: set[str] = set()
         for _ in range(50):  # one call after another: the worker that went idle last takes each
             await pool.run(lambda: ran_in.add(threading.current_thread().name), 5)
