@@ -8,7 +8,7 @@ import concurrent.futures
 import functools
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -33,7 +33,8 @@ def prefer_uvloop() -> None:
 
     The MCP room asks before its first server starts: its calls make the hottest hop (every synchronous call of an MCP
     tool, TRL's), it needs the `server` extra, which installs uvloop, and a thread's hop to uvloop's loop and back
-    costs 38 us against 59-69 us on asyncio's (`bench/mcp_episodes.py`, `hop_cost`). Nothing else asks, so a process
+    costs 44-51 us against 67-70 us on asyncio's, for a child process that answers after 0.7 ms
+    (`bench/mcp_episodes.py`, `hop_cost`). Nothing else asks, so a process
     that uses the loop only for an LLM client or its own async tools imports nothing its extra does not declare; and
     a loop that already runs stays as it is (asyncio's serves MCP as well, a little slower)."""
     global _uvloop_preferred
@@ -60,28 +61,67 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     connections) stay usable from one call to the next.
 
     This is the hop every synchronous call of an async tool makes (TRL's call of an MCP tool on Python 3.11), so it
-    is kept to what it needs: the loop starts the coroutine as a task whose end releases a lock this thread waits
-    on. `asyncio.run_coroutine_threadsafe` would also chain a `concurrent.futures.Future` to the task, under its
-    condition variable, both ways: 35-40 us more a call, in this process's CPU and in the caller's wait
-    (`bench/mcp_episodes.py`, `hop_cost`). Interrupted while it waits (Ctrl-C), the caller stops waiting and the
+    is kept to what it needs (`Started`). Interrupted while it waits (Ctrl-C), the caller stops waiting and the
     coroutine runs on, as it would under `submit`.
     """
+    started = start(coroutine)
+    started.wait(None)
+    return started.result()
+
+
+class Started(Generic[T]):
+    """A coroutine started on the background loop (`start`), for a thread that waits for it.
+
+    The loop runs it as a task whose end releases a lock the waiting thread blocks on: the least a hop can do.
+    `asyncio.run_coroutine_threadsafe` would also chain a `concurrent.futures.Future` to the task, under its
+    condition variable, both ways: 14-29 us more a call, in this process's CPU and in the caller's wait
+    (`bench/mcp_episodes.py`, `hop_cost`).
+    """
+
+    __slots__ = ("_done", "_loop", "_task")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> None:
+        self._loop = loop
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        self._task: asyncio.Task[T] | None = None
+
+        def begin() -> None:  # runs in the caller's context, copied by call_soon_threadsafe, as a task does
+            self._task = loop.create_task(coroutine)
+            self._task.add_done_callback(self._ended)
+
+        loop.call_soon_threadsafe(begin)
+
+    def _ended(self, _: asyncio.Task[T]) -> None:
+        self._done.release()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait until the coroutine has ended, no longer than `timeout` seconds (None: as long as it takes); whether
+        it has. Interruptible (Ctrl-C)."""
+        if self._done.acquire(timeout=-1 if timeout is None else timeout):
+            self._done.release()  # ended stays ended: another wait returns at once
+            return True
+        return False
+
+    def result(self) -> T:
+        """What the coroutine returned, or raise what it raised; only once `wait` has said it ended."""
+        assert self._task is not None and self._task.done(), "result() only after wait() said it ended"
+        return self._task.result()
+
+    def cancel(self) -> None:
+        """Cancel the coroutine (it stops at its next `await`), without waiting for that."""
+        self._loop.call_soon_threadsafe(self._cancel)
+
+    def _cancel(self) -> None:  # after `begin`, which call_soon_threadsafe ran first
+        if self._task is not None:
+            self._task.cancel()
+
+
+def start(coroutine: Coroutine[Any, Any, T]) -> Started[T]:
+    """Start `coroutine` on the background loop, from any thread but that one, for this thread to wait on."""
     loop = _background_loop()
     _refuse_on_the_loop(coroutine)
-    done = _thread.allocate_lock()
-    done.acquire()
-    ended: list[asyncio.Task[T]] = []
-
-    def finished(task: asyncio.Task[T]) -> None:
-        ended.append(task)
-        done.release()
-
-    def start() -> None:  # runs in the caller's context, copied by call_soon_threadsafe, as a task does
-        loop.create_task(coroutine).add_done_callback(finished)
-
-    loop.call_soon_threadsafe(start)
-    done.acquire()
-    return ended[0].result()
+    return Started(loop, coroutine)
 
 
 def submit(coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:

@@ -92,21 +92,26 @@ async def timed(call: Any) -> tuple[float, float]:
     return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
 
 
-def overhead(name: str, arguments: dict[str, Any], calls: int = 600) -> None:
-    """The bare `mcp.Client` and agent_env (its session awaited; its session's synchronous `call_tool`; and TRL's
-    call, the SchemaTool of `env.factory()`'s environment called as `tool(**arguments)`) on the same server build, on
-    the same event loop, one call of each in turn, `calls` times: the median ms per call of each, wall and this
-    process's CPU.
+def overhead(name: str, arguments: dict[str, Any], calls: int = 600) -> list[tuple[float, float]]:
+    """The bare `mcp.Client` (awaited on the loop, and called from a thread: the least a synchronous caller of it
+    pays) and agent_env (the session of `env.factory()`'s environment awaited; its synchronous `call_tool`; and TRL's
+    call, that environment's SchemaTool called as `tool(**arguments)`) on the same server build, on the same event
+    loop, one call of each in turn, `calls` times: the median ms per call of each, wall and this process's CPU, each
+    compared with the bare client called the same way. Returns the medians, (wall ms, CPU ms) per row.
 
     Driven from a thread, as TRL drives tools: each awaited call is timed on the loop that runs it (the thread that
     started it waits, taking no CPU), each synchronous one from the thread, hop included. Taking turns call by call,
-    and medians, keeps the four under the same load on a machine whose load moves from second to second.
+    and medians, keeps the five under the same load on a machine whose load moves from second to second.
     """
     from mcp import Client, StdioServerParameters
 
     env = AgentEnv.mcp(memory_server(), warm=0)
-    session = env.open()
-    session.reset()
+    trained = env.factory()  # the TRL environment a trainer gets: its tool is what TRL calls
+    trained.reset()
+    trained_tool = getattr(trained, name)
+    # Every agent_env row calls through its session, so that all of them reach one server process: two processes of
+    # the same server answer 30-60 us apart in wall time (with the same CPU here), which would pass for agent_env's.
+    session = trained._session
     folder = tempfile.mkdtemp(
         prefix="agent-env-bench-"
     )  # a memory file of its own, empty, as the episode's is
@@ -126,11 +131,6 @@ def overhead(name: str, arguments: dict[str, Any], calls: int = 600) -> None:
     held = submit(hold_bare())
     opened.wait()
     bare = bare_client[0]
-    session.call_tool("create_entities", ENTITIES)
-    rows: list[list[tuple[float, float]]] = [[], [], [], []]
-    trained = env.factory()  # the TRL environment a trainer gets: its tool is what TRL calls
-    trained.reset()
-    trained_tool = getattr(trained, name)
     trained.create_entities(**ENTITIES)  # the same graph on its server
 
     def synchronous(call: Any) -> tuple[float, float]:  # from a thread, blocking
@@ -141,78 +141,109 @@ def overhead(name: str, arguments: dict[str, Any], calls: int = 600) -> None:
     ways = (
         lambda: run_sync(timed(lambda: bare.call_tool(name, arguments))),
         lambda: run_sync(timed(lambda: session.acall_tool(name, arguments))),
+        lambda: synchronous(
+            lambda: run_sync(bare.call_tool(name, arguments))
+        ),  # the least a thread's call costs
         lambda: synchronous(lambda: session.call_tool(name, arguments)),
         lambda: synchronous(lambda: trained_tool(**arguments)),  # TRL's call: `tool(**arguments)`
     )
-    for index in range(calls + 20):
-        for way in (
-            (index + step) % len(ways) for step in range(len(ways))
-        ):  # each first, second, ... in turn
-            figures = ways[way]()
-            if index >= 20:  # the first calls warm caches up
-                rows[way].append(figures)
-    release.set()
+    rows: list[list[tuple[float, float]]] = [[] for _ in ways]
+    try:
+        for index in range(calls + 20):
+            for way in (
+                (index + step) % len(ways) for step in range(len(ways))
+            ):  # each first, second, ... in turn
+                figures = ways[way]()
+                if index >= 20:  # the first calls warm caches up
+                    rows[way].append(figures)
+    finally:
+        release.set()  # else the bare client's task, waiting in a thread, keeps the process from exiting
     held.result()
-    trained._session.close()
     session.close()
     env.close()
     shutil.rmtree(folder, ignore_errors=True)
-    base_wall = statistics.median(wall for wall, _ in rows[0])
-    base_cpu = statistics.median(cpu for _, cpu in rows[0])
-    labels = ("bare mcp.Client", "agent_env, awaited", "session.call_tool", "TRL's call (SchemaTool)")
+    medians = [
+        (statistics.median(wall for wall, _ in row), statistics.median(cpu for _, cpu in row)) for row in rows
+    ]
+    labels = (
+        "bare mcp.Client, awaited",
+        "agent_env, awaited",
+        "bare mcp.Client, sync",
+        "session.call_tool",
+        "TRL's call (SchemaTool)",
+    )
+    bases = (None, 0, None, 2, 2)  # each is compared with the bare client called the same way
     for index, label in enumerate(labels):
-        wall = statistics.median(figures[0] for figures in rows[index])
-        cpu = statistics.median(figures[1] for figures in rows[index])
-        extra = (
-            ""
-            if index == 0
-            else f"   {(wall / base_wall - 1) * 100:+5.1f}% wall, {cpu - base_cpu:+.3f} ms CPU over bare"
-        )
+        wall, cpu = medians[index]
+        base = bases[index]
+        if base is None:
+            extra = "" if index == 0 else f"   the hop alone: {(wall - medians[0][0]) * 1e3:+4.0f} us wall"
+        else:
+            extra = (
+                f"   {(wall / medians[base][0] - 1) * 100:+5.1f}% wall, {cpu - medians[base][1]:+.3f} ms CPU over "
+                f"bare {'awaited' if base == 0 else 'sync'}"
+            )
         print(
             f"  {name:16} {label:24} {wall:6.2f} ms/call ({1e3 / wall:5.0f}/s), client CPU {cpu:.3f} ms{extra}"
         )
+    return medians
 
 
 def hop_cost(calls: int = 600) -> None:
-    """The hop alone, in the same run: a coroutine that waits 1 ms (a server's round trip) run from a thread on a
-    loop of its own, against the same awaited on that loop; on asyncio's loop and uvloop's, through
-    `asyncio.run_coroutine_threadsafe` (a future) and through `agent_env._loop.run_sync`'s way (a task and a lock).
-    One call of each in turn, `calls` times; the medians' difference from the awaited call's, wall and this
-    process's CPU."""
-    import _thread
+    """The hop alone, in the same run: a round trip to a child process over its pipes (a line sent and echoed back,
+    as a stdio server's answer comes back; at once, and after 0.7 ms of the child's own work, about what
+    server-memory takes) run from a thread on a loop of its own, against the same awaited on that loop; on asyncio's
+    loop and uvloop's, through `asyncio.run_coroutine_threadsafe` (a future) and through `agent_env._loop.run_sync`'s
+    way (`Started`: a task and a lock). One call of each in turn, `calls` times; the medians' difference from the
+    awaited call's, wall and this process's CPU.
 
+    A real round trip, not a timer: while the child answers, the loop's thread sleeps in its poll and the calling
+    thread on its lock, and waking both is most of what a hop costs, the more so the longer they slept."""
     import uvloop
 
-    async def round_trip() -> None:
-        await asyncio.sleep(0.001)
+    from agent_env._loop import Started
 
-    def with_future(loop: asyncio.AbstractEventLoop) -> None:
-        asyncio.run_coroutine_threadsafe(round_trip(), loop).result()
-
-    def with_lock(loop: asyncio.AbstractEventLoop) -> None:  # run_sync's mechanism, on the given loop
-        done = _thread.allocate_lock()
-        done.acquire()
-        loop.call_soon_threadsafe(
-            lambda: loop.create_task(round_trip()).add_done_callback(lambda _: done.release())
+    async def echo(work: float) -> asyncio.subprocess.Process:
+        script = f"import sys, time\nfor line in sys.stdin:\n    time.sleep({work})\n    sys.stdout.write(line)\n    sys.stdout.flush()"
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-c", script, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
         )
-        done.acquire()
 
-    def from_thread(way: Any, loop: asyncio.AbstractEventLoop) -> tuple[float, float]:
+    def from_thread(way: Any) -> tuple[float, float]:
         wall, cpu = time.perf_counter(), time.process_time()
-        way(loop)
+        way()
         return (time.perf_counter() - wall) * 1e6, (time.process_time() - cpu) * 1e6
 
     print(
-        "the hop alone: a 1 ms coroutine from a thread, over the same awaited on its loop (medians, us a call)"
+        "the hop alone: a round trip to a child process from a thread, over the same awaited on its loop (medians, "
+        "us a call)"
     )
-    for label, make in (("asyncio", asyncio.new_event_loop), ("uvloop", uvloop.new_event_loop)):
+    for label, make, work in (
+        (label, make, work)
+        for work in (0.0, 0.0007)
+        for label, make in (("asyncio", asyncio.new_event_loop), ("uvloop", uvloop.new_event_loop))
+    ):
         loop = make()
         thread = threading.Thread(target=loop.run_forever, daemon=True)
         thread.start()
+        child = asyncio.run_coroutine_threadsafe(echo(work), loop).result()
+
+        async def round_trip(child: asyncio.subprocess.Process = child) -> None:
+            assert child.stdin is not None and child.stdout is not None
+            child.stdin.write(b"ping\n")
+            await child.stdout.readline()
+
+        def with_lock(loop: asyncio.AbstractEventLoop = loop) -> None:
+            started = Started(loop, round_trip())
+            started.wait(None)
+            started.result()
+
         ways = (
             lambda loop=loop: asyncio.run_coroutine_threadsafe(timed(round_trip), loop).result(),
-            lambda loop=loop: from_thread(with_future, loop),
-            lambda loop=loop: from_thread(with_lock, loop),
+            lambda loop=loop: from_thread(
+                lambda: asyncio.run_coroutine_threadsafe(round_trip(), loop).result()
+            ),
+            lambda: from_thread(with_lock),
         )
         rows: list[list[tuple[float, float]]] = [[], [], []]
         for index in range(calls):
@@ -224,8 +255,11 @@ def hop_cost(calls: int = 600) -> None:
             wall = statistics.median(wall for wall, _ in rows[index])
             cpu = statistics.median(cpu for _, cpu in rows[index])
             print(
-                f"  {label:8} {way_label:7} +{wall - base_wall:5.0f} us wall, +{cpu - base_cpu:5.0f} us CPU"
+                f"  {label:8} {way_label:7} answered {'at once ' if not work else f'after {work * 1e3:g} ms'}  "
+                f"+{wall - base_wall:5.0f} us wall, +{cpu - base_cpu:5.0f} us CPU"
             )
+        child.stdin.close()  # type: ignore[union-attr]
+        asyncio.run_coroutine_threadsafe(child.wait(), loop).result()
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
         loop.close()

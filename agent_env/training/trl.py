@@ -51,7 +51,11 @@ class TRLEnvironment:
     _published: tuple[dict[str, Any], ...] = ()
     _shown: tuple[dict[str, Any], ...] = ()
     _asynchronous: frozenset[str] = frozenset()
-    """The tools whose session calls are async (`Session.is_async`): each gets an `AsyncSchemaTool`."""
+    """The tools whose session calls are async (`Session.is_async`): each gets an `AsyncSchemaTool` where TRL awaits
+    one (Python 3.12 and later). On 3.11, where TRL calls every tool synchronously, each gets a `SchemaTool` over the
+    session's `call_tool`, which makes the one hop to the background loop an async tool needs, under the call's
+    deadline (not `acall_tool` run from a thread, which would bound it with a second task on the loop: 60-100 us
+    more a call, `bench/mcp_episodes.py`)."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -61,7 +65,7 @@ class TRLEnvironment:
         for published, shown in zip(self._published, self._shown or self._published, strict=True):
             name = published["name"]
             bound = (self, getattr(type(self), name))
-            if name in self._asynchronous:
+            if name in self._asynchronous and AsyncSchemaTool.awaited:
                 tool: SchemaTool = AsyncSchemaTool(published, session.acall_tool, shown=shown, bound=bound)
             else:
                 tool = SchemaTool(published, session.call_tool, shown=shown, bound=bound)

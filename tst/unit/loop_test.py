@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from agent_env._loop import on_background_loop, run_sync, submit
+from agent_env._loop import on_background_loop, run_sync, start, submit
 
 caller = contextvars.ContextVar("caller", default="unset")
 
@@ -61,6 +61,28 @@ def test_many_threads_hop_at_once_and_each_gets_its_own_answers():
     for thread in threads:
         thread.join()
     assert wrong == []
+
+
+def test_a_started_coroutine_is_waited_for_within_a_timeout_and_cancelled_without_waiting():
+    # run_coroutine_bounded's way: wait no longer than the call's timeout, then cancel and go on at once.
+    entered, cancelled = threading.Event(), threading.Event()
+
+    async def forever() -> None:
+        entered.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    started = start(forever())
+    assert not started.wait(0.05) and entered.wait(5)
+    started.cancel()
+    assert cancelled.wait(5) and started.wait(5)
+    with pytest.raises(asyncio.CancelledError):
+        started.result()
+    quick = start(answer(5))
+    assert quick.wait(5) and quick.wait(0) and quick.result() == 10  # ended stays ended
 
 
 def test_a_synchronous_call_from_an_async_tool_on_the_loop_is_refused_naming_the_fix():

@@ -133,6 +133,31 @@ def test_an_async_tool_returns_its_result_when_called_synchronously_on_311():
     assert note(text="hello") == "1 notes"
 
 
+def test_the_factorys_async_tool_on_311_is_the_sessions_synchronous_call(monkeypatch):
+    # TRL on 3.11 calls every tool synchronously: the factory gives an async tool a SchemaTool over the session's
+    # call_tool, which makes the one hop an async tool needs under the call's deadline, not acall_tool run from a
+    # thread (a second task on the loop for the deadline).
+    if sys.version_info >= (3, 12):
+        pytest.skip("this is the Python 3.11 path")
+    from agent_env import AgentEnv
+
+    instance = AgentEnv.local(ToyDesk).factory()
+    instance.reset()
+    awaited: list[str] = []
+    acall = LocalSession.acall_tool
+
+    async def spy(self, name, arguments):  # type: ignore[no-untyped-def]
+        awaited.append(name)
+        return await acall(self, name, arguments)
+
+    monkeypatch.setattr(LocalSession, "acall_tool", spy)
+    assert type(instance.write_note) is SchemaTool
+    assert instance.write_note(text="hello") == "1 notes"
+    assert awaited == []
+    with pytest.raises(ToolArgumentError, match="text"):
+        instance.write_note(text="x" * 201)
+
+
 def interpreter(version: str) -> str | None:
     """A working interpreter for `version` (pyenv shims exist for versions that are not selected, and fail)."""
     candidates = [
