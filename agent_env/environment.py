@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from agent_env.tools import END_TURN, ToolSet, tool
+from agent_env.tools import END_TURN, Tool, ToolSet, tool
 
 TURN_ENDED = "Turn ended."
 """What `end_turn` answers."""
@@ -132,6 +133,42 @@ def source_of(environment: type[Environment]) -> EnvironmentSource | None:
     return source if isinstance(source, EnvironmentSource) else None
 
 
+E = TypeVar("E", bound=Environment)
+
+
+def built_class(
+    base: type[E], name: str, source: Any, runtime: Any, tools: list[Tool], own_end_turn: bool
+) -> type[E]:
+    """The class a source builds in a process for tools that run elsewhere (an MCP server's, an ORS environment's).
+
+    `base` subclassed as `name`, made fresh (never a shared class changed). It holds `source`, the `EnvironmentSource`
+    it was built from (which providers ship, never the class: `source_of` reads it), and `runtime`, what reaches the
+    tools. It publishes `tools` and agent_env's `end_turn`, unless the tools have an `end_turn` of their own
+    (`own_end_turn`), which then ends the episode as agent_env's does: the session ends it when it is called.
+    """
+    namespace = {
+        "__module__": base.__module__,
+        "__qualname__": name,
+        "__environment_source__": source,
+        "source": source,
+        "runtime": runtime,
+    }
+    environment: type[E] = type(name, (base,), namespace)
+    environment.tools = ToolSet([*tools, *([] if own_end_turn else [Environment.tools[END_TURN]])])
+    return environment
+
+
+def remote_tool(name: str) -> Callable[..., Awaitable[str]]:
+    """The function of tool `name` on a `built_class`, whose instances send each validated call on to where the
+    tool runs (their `call_remote`)."""
+
+    async def call(environment: Any, /, **arguments: Any) -> str:
+        return await environment.call_remote(name, arguments)
+
+    call.__name__ = name
+    return call
+
+
 _REFERENCE = re.compile(r"(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<name>[A-Za-z_]\w*)")
 
 
@@ -177,9 +214,11 @@ __all__ = [
     "Environment",
     "EnvironmentReference",
     "EnvironmentSource",
+    "built_class",
     "class_reference",
     "environment_class_of",
     "import_class",
+    "remote_tool",
     "source_of",
     "tool",
 ]

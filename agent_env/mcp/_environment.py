@@ -8,17 +8,16 @@ servers still run; then the connections are let go and their processes stopped.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from agent_env._loop import on_background_loop, prefer_uvloop, run_sync, submit
-from agent_env.environment import Environment
+from agent_env.environment import Environment, built_class, remote_tool
 from agent_env.errors import EpisodeStateError, ToolError, UnscoredEpisodeError
 from agent_env.mcp._episode import Episode, run_user_function, user_failure
 from agent_env.mcp._runtime import ServerSet
 from agent_env.mcp._settings import MCPSettings
 from agent_env.schema._describe import short
-from agent_env.tools import END_TURN, ToolSet
+from agent_env.tools import END_TURN
 
 
 class MCPToolsEnvironment(Environment):
@@ -126,31 +125,14 @@ def build_class(source: MCPSettings) -> type[MCPToolsEnvironment]:
     runtime = ServerSet(source)
     listings = run_sync(runtime.start())
     try:
-        tools = runtime.publish(listings, _remote)
+        tools = runtime.publish(listings, remote_tool)
     except BaseException:
         run_sync(runtime.close())
         raise
     name = source.name or "+".join(runtime.server_names[key] for key in runtime.servers)
-    namespace = {
-        "__module__": __name__,
-        "__qualname__": name,
-        "__environment_source__": source,  # what `source_of` reads: providers ship this, never the class
-        "source": source,
-        "runtime": runtime,
-    }
-    environment: type[MCPToolsEnvironment] = type(name, (MCPToolsEnvironment,), namespace)
-    # A server's own end_turn ends the episode as agent_env's does (the session ends it when it is called).
-    own_end = [] if END_TURN in runtime.routes else [Environment.tools[END_TURN]]
-    environment.tools = ToolSet([*tools, *own_end])
-    return environment
-
-
-def _remote(name: str) -> Callable[..., Awaitable[str]]:
-    async def call(environment: MCPToolsEnvironment, /, **arguments: Any) -> str:
-        return await environment.call_remote(name, arguments)
-
-    call.__name__ = name
-    return call
+    return built_class(
+        MCPToolsEnvironment, name, source, runtime, tools, own_end_turn=END_TURN in runtime.routes
+    )
 
 
 __all__ = ["MCPToolsEnvironment", "build_class"]

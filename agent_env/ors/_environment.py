@@ -14,11 +14,10 @@ leaves unscored; a plain one when the environment's own tool raised on the serve
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from agent_env._loop import on_background_loop, run_sync, submit
-from agent_env.environment import Environment
+from agent_env.environment import Environment, built_class, remote_tool
 from agent_env.errors import (
     DatasetRowsError,
     EpisodeStateError,
@@ -32,7 +31,7 @@ from agent_env.ors import _wire as wire
 from agent_env.ors._runtime import Episode, ORSRuntime
 from agent_env.ors._settings import ORSSettings
 from agent_env.ors.errors import ORSError, ORSMalformedError, ORSToolFailedError
-from agent_env.tools import END_TURN, ToolSet
+from agent_env.tools import END_TURN
 
 FINISHED = "a tool's result said finished: true"
 """What ended an episode its environment finished, as the message of a later call says it."""
@@ -246,31 +245,14 @@ def build_class(source: ORSSettings) -> type[ORSToolsEnvironment]:
     runtime = ORSRuntime(source)
     try:
         listed = run_sync(runtime.start())
-        tools = runtime.publish(listed, _remote)
+        tools = runtime.publish(listed, remote_tool)
     except BaseException:
         run_sync(runtime.close())
         raise
     name = source.name or runtime.env_name
-    namespace = {
-        "__module__": __name__,
-        "__qualname__": name,
-        "__environment_source__": source,  # what `source_of` reads: providers ship this, never the class
-        "source": source,
-        "runtime": runtime,
-    }
-    environment: type[ORSToolsEnvironment] = type(name, (ORSToolsEnvironment,), namespace)
-    # The server's own end_turn ends the episode as agent_env's does (the session ends it when it is called).
-    own_end = [] if END_TURN in runtime.routes else [Environment.tools[END_TURN]]
-    environment.tools = ToolSet([*tools, *own_end])
-    return environment
-
-
-def _remote(name: str) -> Callable[..., Awaitable[str]]:
-    async def call(environment: ORSToolsEnvironment, /, **arguments: Any) -> str:
-        return await environment.call_remote(name, arguments)
-
-    call.__name__ = name
-    return call
+    return built_class(
+        ORSToolsEnvironment, name, source, runtime, tools, own_end_turn=END_TURN in runtime.routes
+    )
 
 
 __all__ = ["FINISHED", "ORSToolsEnvironment", "build_class"]
