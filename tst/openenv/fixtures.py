@@ -12,10 +12,6 @@ cannot be reached to build a venv that is not cached.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,7 +20,8 @@ from typing import Any
 import pytest
 
 from testbed import openenv_venvs as venvs
-from testbed.processes import STARTUP_SECONDS, Process, Server, free_port
+from testbed.processes import Process, Server
+from testbed.tiers import Tier, driver_report, running, serve_toy
 
 HERE = Path(__file__).resolve().parent
 VERSIONS = tuple(venvs.SPECS)
@@ -33,12 +30,11 @@ AGENT_ENV_EPISODES = 2
 """The agent_env servers' `--max-episodes`."""
 
 
-class OpenEnvTier:
+class OpenEnvTier(Tier):
     """The running tier; see the module docstring."""
 
     def __init__(self, logs: Path) -> None:
-        self.logs = logs
-        self.processes: list[Process] = []
+        super().__init__(logs)
         self._reports: dict[str, dict[str, Any]] = {}
 
     def start(self) -> None:
@@ -56,47 +52,24 @@ class OpenEnvTier:
     def client_report(self, version: str) -> dict[str, Any]:
         """What OpenEnv `version`'s clients saw on `agent-env serve --openenv` (tst/openenv/drive.py)."""
         if version not in self._reports:
-            driver = self.drivers[version]
-            try:
-                driver.popen.wait(timeout=STARTUP_SECONDS)
-            except subprocess.TimeoutExpired:
-                raise driver.failed(f"did not finish within {STARTUP_SECONDS:g} s") from None
-            if driver.popen.returncode != 0:
-                raise driver.failed(f"exited with {driver.popen.returncode}")
-            lines = driver.log.read_text().strip().splitlines()
-            self._reports[version] = json.loads(lines[-1])
+            self._reports[version] = driver_report(self.drivers[version])
         return self._reports[version]
-
-    def close(self) -> None:
-        for process in reversed(self.processes):
-            process.stop()
 
     def _ledger(self, version: str) -> Server:
         name, log = f"OpenEnv {version}'s server", self._log(f"ledger-{version}")
         return self._start(venvs.ledger(self.pythons[version], name, log))
 
     def _agent_env(self, version: str) -> Server:
-        port = free_port()
-        command = [
-            str(Path(sys.executable).parent / "agent-env"),
-            "serve",
-            "testbed.toy:ToyDesk",
-            "--port",
-            str(port),
-            "--openenv",
-            "--max-episodes",
-            str(AGENT_ENV_EPISODES),
-            "--log-level",
-            "warning",
-        ]
-        if self.token(version):
-            command += ["--token", TOKEN]
-        environment = {key: value for key, value in os.environ.items() if key != "AGENT_ENV_TOKEN"}
-        environment["PYTHONPATH"] = str(venvs.ROOT)
-        base = f"http://127.0.0.1:{port}/openenv"
-        name = f"agent-env serve --openenv (for {version})"
         return self._start(
-            Server(name, command, base, self._log(f"agent-env-{version}"), cwd=venvs.ROOT, env=environment)
+            serve_toy(
+                f"agent-env serve --openenv (for {version})",
+                "openenv",
+                self._log(f"agent-env-{version}"),
+                "--max-episodes",
+                str(AGENT_ENV_EPISODES),
+                token=self.token(version),
+                path="/openenv",
+            )
         )
 
     def _driver(self, version: str) -> Process:
@@ -111,10 +84,6 @@ class OpenEnvTier:
             )
         )
 
-    def _start(self, process: Any) -> Any:
-        self.processes.append(process)
-        return process
-
     def _log(self, name: str) -> Path:
         return self.logs / f"{name}.log"
 
@@ -127,16 +96,5 @@ class OpenEnvTier:
 @pytest.fixture(scope="session")
 def openenv_tier(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenEnvTier]:
     """The OpenEnv tier, started on first use and stopped when the session ends."""
-    tier = OpenEnvTier(tmp_path_factory.mktemp("openenv"))
-    try:
-        tier.start()
-    except venvs.PyPIUnreachableError as error:
-        tier.close()
-        pytest.skip(f"OpenEnv's packages cannot be installed: {error}")
-    except BaseException:
-        tier.close()
-        raise
-    try:
+    with running(OpenEnvTier(tmp_path_factory.mktemp("openenv")), "OpenEnv's packages") as tier:
         yield tier
-    finally:
-        tier.close()

@@ -11,10 +11,7 @@ that is not cached.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,19 +19,18 @@ from typing import Any
 import pytest
 
 from testbed import ors_venv
-from testbed.processes import STARTUP_SECONDS, Process, Server, free_port
-from testbed.venvs import ROOT
+from testbed.processes import Process, Server
+from testbed.tiers import Tier, driver_report, running, serve_toy
 
 HERE = Path(__file__).resolve().parent
 TOKEN = "ors-tier-token"
 
 
-class ORSTier:
+class ORSTier(Tier):
     """The running tier; see the module docstring."""
 
     def __init__(self, logs: Path) -> None:
-        self.logs = logs
-        self.processes: list[Process] = []
+        super().__init__(logs)
         self._report: dict[str, Any] | None = None
 
     def start(self) -> None:
@@ -55,61 +51,17 @@ class ORSTier:
     def serve(self, log: Path, *options: str) -> Server:
         """`agent-env serve testbed.toy:ToyDesk --ors --token TOKEN` on a free port (not started by the tier when
         called by a test: it stops it)."""
-        port = free_port()
-        command = [
-            str(Path(sys.executable).parent / "agent-env"),
-            "serve",
-            "testbed.toy:ToyDesk",
-            "--port",
-            str(port),
-            "--ors",
-            "--token",
-            TOKEN,
-            "--log-level",
-            "warning",
-            *options,
-        ]
-        environment = {key: value for key, value in os.environ.items() if key != "AGENT_ENV_TOKEN"}
-        environment["PYTHONPATH"] = str(ROOT)
-        return Server(
-            "agent-env serve --ors", command, f"http://127.0.0.1:{port}", log, cwd=ROOT, env=environment
-        )
+        return serve_toy("agent-env serve --ors", "ors", log, *options, token=TOKEN)
 
     def report(self) -> dict[str, Any]:
         """What the SDK's client and TRL's adapter saw on `agent-env serve --ors` (tst/ors/drive.py)."""
         if self._report is None:
-            try:
-                self.driver.popen.wait(timeout=STARTUP_SECONDS)
-            except subprocess.TimeoutExpired:
-                raise self.driver.failed(f"did not finish within {STARTUP_SECONDS:g} s") from None
-            if self.driver.popen.returncode != 0:
-                raise self.driver.failed(f"exited with {self.driver.popen.returncode}")
-            lines = self.driver.log.read_text().strip().splitlines()
-            self._report = json.loads(lines[-1])
+            self._report = driver_report(self.driver)
         return self._report
-
-    def close(self) -> None:
-        for process in reversed(self.processes):
-            process.stop()
-
-    def _start(self, process: Any) -> Any:
-        self.processes.append(process)
-        return process
 
 
 @pytest.fixture(scope="session")
 def ors_tier(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ORSTier]:
     """The ORS tier, started on first use and stopped when the session ends."""
-    tier = ORSTier(tmp_path_factory.mktemp("ors"))
-    try:
-        tier.start()
-    except ors_venv.PyPIUnreachableError as error:
-        tier.close()
-        pytest.skip(f"the openreward SDK cannot be installed: {error}")
-    except BaseException:
-        tier.close()
-        raise
-    try:
+    with running(ORSTier(tmp_path_factory.mktemp("ors")), "the openreward SDK") as tier:
         yield tier
-    finally:
-        tier.close()
