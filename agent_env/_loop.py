@@ -34,9 +34,9 @@ def prefer_uvloop() -> None:
     The MCP room asks before its first server starts: its calls make the hottest hop (every synchronous call of an MCP
     tool, TRL's), it needs the `server` extra, which installs uvloop, and a thread's hop to uvloop's loop and back
     costs 44-51 us against 67-70 us on asyncio's, for a child process that answers after 0.7 ms
-    (`bench/mcp_episodes.py`, `hop_cost`). Nothing else asks, so a process
-    that uses the loop only for an LLM client or its own async tools imports nothing its extra does not declare; and
-    a loop that already runs stays as it is (asyncio's serves MCP as well, a little slower)."""
+    (`bench/mcp_episodes.py`, `hop_cost`). Nothing else asks, so a process that uses the loop only for an LLM client
+    or its own async tools imports nothing its extra does not declare; and a loop that already runs stays as it is
+    (asyncio's serves MCP as well, a little slower)."""
     global _uvloop_preferred
     _uvloop_preferred = True
 

@@ -54,8 +54,8 @@ class TRLEnvironment:
     """The tools whose session calls are async (`Session.is_async`): each gets an `AsyncSchemaTool` where TRL awaits
     one (Python 3.12 and later). On 3.11, where TRL calls every tool synchronously, each gets a `SchemaTool` over the
     session's `call_tool`, which makes the one hop to the background loop an async tool needs, under the call's
-    deadline (not `acall_tool` run from a thread, which would bound it with a second task on the loop: 60-100 us
-    more a call, `bench/mcp_episodes.py`)."""
+    deadline (not `acall_tool` run from a thread, which would bound it with a second task on the loop: 20-60 us
+    more a call, docs/mcp.md)."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
