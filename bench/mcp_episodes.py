@@ -5,10 +5,11 @@ Needs `make mcp-servers`. Prints:
 - episode start: a reset that takes a warm process (the pool) against one that waits on a cold spawn (warm=0, every
   spare stopped first), p50 and p99 over the same count;
 - calls per second over stdio, one session at a time, of a desk-equivalent call (a nested `create_entities`, about
-  the size of a desk offer) and of `read_graph`, against the bare `mcp.Client` on the same event loop, one call of
-  each in turn (medians): the overhead agent_env adds (validation, the session, reading the result; and, for the
-  synchronous calls TRL makes, the hop to the background loop), in wall time and in this process's CPU; target
-  under 10%; and the hop alone, on asyncio's loop and uvloop's, through a future and through `run_sync`'s lock;
+  the size of a desk offer) and of `read_graph`, against the bare `mcp.Client` on the same event loop called the
+  same way (awaited, or from a thread as TRL calls), one call of each in turn (medians): the overhead agent_env adds
+  (validation, the session, the deadline, reading the result), in wall time and in this process's CPU, target under
+  10%; and the hop alone (a thread's call to the loop and back), on asyncio's loop and uvloop's, through a future
+  and through `run_sync`'s lock;
 - the memory of a live episode: its server process (RSS), and the Python side;
 - each real server's tool block in tokens: Qwen3's own tokenizer under qwen3, and (the Qwen3 vocabulary with each
   family's special tokens: indicative) gemma4 and gptoss, as their templates stand and as agent_env lowers them.
@@ -344,7 +345,8 @@ def main() -> None:
     print(f"  the warm pool starts episodes {statistics.median(cold) / statistics.median(warm):.0f}x faster")
 
     print(
-        "per call over stdio, server-memory; the overhead is agent_env's over the bare client (target < 10%)"
+        "per call over stdio, server-memory; the overhead is agent_env's over the bare client called the same way "
+        "(target < 10%)"
     )
     for name, arguments in (("create_entities", ENTITIES), ("read_graph", {})):
         overhead(name, arguments)
