@@ -136,15 +136,13 @@ def source_of(environment: type[Environment]) -> EnvironmentSource | None:
 E = TypeVar("E", bound=Environment)
 
 
-def built_class(
-    base: type[E], name: str, source: Any, runtime: Any, tools: list[Tool], own_end_turn: bool
-) -> type[E]:
+def built_class(base: type[E], name: str, source: Any, runtime: Any, tools: list[Tool]) -> type[E]:
     """The class a source builds in a process for tools that run elsewhere (an MCP server's, an ORS environment's).
 
     `base` subclassed as `name`, made fresh (never a shared class changed). It holds `source`, the `EnvironmentSource`
     it was built from (which providers ship, never the class: `source_of` reads it), and `runtime`, what reaches the
-    tools. It publishes `tools` and agent_env's `end_turn`, unless the tools have an `end_turn` of their own
-    (`own_end_turn`), which then ends the episode as agent_env's does: the session ends it when it is called.
+    tools. It publishes `tools` and agent_env's `end_turn`, unless the tools have an `end_turn` of their own, which
+    then ends the episode as agent_env's does: the session ends it when it is called.
     """
     namespace = {
         "__module__": base.__module__,
@@ -154,6 +152,7 @@ def built_class(
         "runtime": runtime,
     }
     environment: type[E] = type(name, (base,), namespace)
+    own_end_turn = any(tool.name == END_TURN for tool in tools)
     environment.tools = ToolSet([*tools, *([] if own_end_turn else [Environment.tools[END_TURN]])])
     return environment
 

@@ -17,7 +17,6 @@ from agent_env.mcp._episode import Episode, run_user_function, user_failure
 from agent_env.mcp._runtime import ServerSet
 from agent_env.mcp._settings import MCPSettings
 from agent_env.schema._describe import short
-from agent_env.tools import END_TURN
 
 
 class MCPToolsEnvironment(Environment):
@@ -130,9 +129,7 @@ def build_class(source: MCPSettings) -> type[MCPToolsEnvironment]:
         run_sync(runtime.close())
         raise
     name = source.name or "+".join(runtime.server_names[key] for key in runtime.servers)
-    return built_class(
-        MCPToolsEnvironment, name, source, runtime, tools, own_end_turn=END_TURN in runtime.routes
-    )
+    return built_class(MCPToolsEnvironment, name, source, runtime, tools)
 
 
 __all__ = ["MCPToolsEnvironment", "build_class"]

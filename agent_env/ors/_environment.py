@@ -31,7 +31,6 @@ from agent_env.ors import _wire as wire
 from agent_env.ors._runtime import Episode, ORSRuntime
 from agent_env.ors._settings import ORSSettings
 from agent_env.ors.errors import ORSError, ORSMalformedError, ORSToolFailedError
-from agent_env.tools import END_TURN
 
 FINISHED = "a tool's result said finished: true"
 """What ended an episode its environment finished, as the message of a later call says it."""
@@ -250,9 +249,7 @@ def build_class(source: ORSSettings) -> type[ORSToolsEnvironment]:
         run_sync(runtime.close())
         raise
     name = source.name or runtime.env_name
-    return built_class(
-        ORSToolsEnvironment, name, source, runtime, tools, own_end_turn=END_TURN in runtime.routes
-    )
+    return built_class(ORSToolsEnvironment, name, source, runtime, tools)
 
 
 __all__ = ["FINISHED", "ORSToolsEnvironment", "build_class"]
