@@ -125,10 +125,13 @@ class UnscoredEpisodeError(AgentEnvError, RuntimeError):
 
     def named(self, environment: str, episode: str, *, starting: bool = False) -> UnscoredEpisodeError:
         """This error, naming `environment` and `episode` unless it names them already (and, with `starting`, an
-        episode that failed to start); returns itself."""
+        episode that failed to start); returns itself. One that crossed a wire unnamed keeps its message as it came:
+        the server's words name both already."""
+        self.starting = self.starting or starting
+        if self.crossed and not self.environment:
+            return self
         self.environment = self.environment or environment
         self.episode = self.episode or episode
-        self.starting = self.starting or starting
         return self
 
     def __str__(self) -> str:

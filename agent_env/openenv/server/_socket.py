@@ -237,6 +237,8 @@ class OpenEnvSocket:
             observation = wire.call_result(name, text)
         except MODEL_ERRORS as error:
             observation = wire.call_error(name, _error_type(error), str(error))
+            if isinstance(error, CallTimeoutError):  # the episode has ended, unscored (and is closed): done
+                return wire.observation_message(observation, reward=None, done=True)
         except AgentEnvError as error:  # not the model's to fix: a broken environment
             return wire.error_message(str(error), wire.EXECUTION_ERROR)
         if self.episodes.ended(connection.episode_id, OPENENV) is None:

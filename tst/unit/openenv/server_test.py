@@ -294,7 +294,9 @@ def test_a_call_past_the_call_timeout_reports_timeout_and_the_next_reset_starts_
     client = serve(call_timeout=0.5)
     with client.websocket_connect(WS) as ws:
         ask(ws, {"type": "reset", "data": {"seed": 2}})
-        error = ask(ws, call("hang", seconds=10))["data"]["observation"]["error"]
+        late = ask(ws, call("hang", seconds=10))["data"]
+        assert (late["done"], late["reward"]) == (True, None)  # the episode is over, unscored: a client stops
+        error = late["observation"]["error"]
         assert (
             error["error_type"] == "timeout"
             and "did not finish within the server's call timeout" in error["message"]

@@ -154,6 +154,21 @@ def test_agent_env_connect_gives_a_picklable_factory_whose_environments_reach_th
     assert env.dataset("train").to_list() == [{"seed": 0}, {"seed": 1}, {"seed": 2}]
 
 
+def test_a_served_reset_the_environment_refused_says_once_that_the_episode_could_not_start(
+    served_toy, caplog
+):
+    _, url = served_toy
+    environment = AgentEnv.connect(url).factory()
+    assert environment.reset(seed="three") is None  # TRL's step goes on
+    with caplog.at_level("WARNING", logger="agent_env"):
+        assert environment.get_reward() == 0.0
+    (warning,) = [record.getMessage() for record in caplog.records if record.name == "agent_env.training"]
+    assert warning.count("could not start") == 1, warning  # the server's message names it; not named twice
+    assert warning.startswith(
+        'agent_env: ToyDesk could not start the episode of row {"seed": "three"} (in served episode '
+    )
+
+
 def test_an_episode_the_server_forgot_raises_episode_not_found_and_the_next_reset_starts_afresh():
     app = build_app(ToyDesk)
     with running(app) as url:
