@@ -139,9 +139,18 @@ def test_the_environment_is_found_by_name_or_as_the_servers_only_one():
         environment(fake, env_name=None).environment_class()
 
 
-def test_an_environment_the_server_does_not_have_is_refused_in_its_words():
+def test_an_environment_the_server_does_not_have_is_refused_naming_the_ones_it_serves():
+    fake = FakeORS()
+    fake.environments = ["orders", "other"]
+    with pytest.raises(
+        ToolDefinitionError,
+        match=r"'Orders' at .* is not one the server serves: it serves 'orders', 'other'; env_name='orders' "
+        r"\(.*answered 404: Not Found\)",
+    ):
+        environment(fake, env_name="Orders").environment_class()
+    fake.fail("/list_environments", httpx.Response(404, json={"detail": "Not Found"}))
     with pytest.raises(ORSRefusedError, match=r"\(/nope/tools\) answered 404: Not Found"):
-        environment(FakeORS(), env_name="nope").environment_class()
+        environment(fake, env_name="nope").environment_class()  # no list to name: the server's words
 
 
 @pytest.mark.parametrize(
