@@ -241,8 +241,12 @@ class ORSRuntime:
             )
         return [{"prompt": list(PROMPT_ROW), "split": split, "index": index} for index in range(count)]
 
-    async def _missing_split(self, split: str, error: ORSError) -> SplitNotFoundError:
+    async def _missing_split(self, split: str, error: ORSError) -> Exception:
+        """A 400 on a split's tasks: the split is missing, naming those the server has; or, when it has it (its tasks
+        failed to load, say), the server's refusal as it is."""
         splits = await self.splits()
+        if split in splits:
+            return error
         return SplitNotFoundError(
             f"{self.source.label()} has no split {split!r} (it answered: {error}); its splits are "
             f"{', '.join(map(repr, splits)) or 'none'}",

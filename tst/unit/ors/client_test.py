@@ -190,6 +190,14 @@ def test_a_splits_tasks_become_rows_naming_their_task_and_a_missing_split_names_
     assert missing.value.splits == ("train", "test")
 
 
+def test_a_split_the_server_has_but_could_not_list_is_its_refusal_not_a_missing_split():
+    fake = FakeORS()  # `train` is one of its splits; its tasks cannot be read (say, its data failed to download)
+    fake.fail("/orders/tasks", httpx.Response(400, json={"detail": "downloading the data failed"}))
+    with pytest.raises(ORSRefusedError, match="answered 400: downloading the data failed") as refused:
+        environment(fake).environment_class()().dataset_rows("train")
+    assert not isinstance(refused.value, SplitNotFoundError)
+
+
 def test_a_server_that_lists_no_tasks_but_counts_them_gives_rows_by_split_and_index():
     fake = FakeORS()
     fake.tasks_supported = False
