@@ -191,7 +191,8 @@ def test_a_splits_tasks_become_rows_naming_their_task_and_a_missing_split_names_
 
 
 def test_a_split_the_server_has_but_could_not_list_is_its_refusal_not_a_missing_split():
-    fake = FakeORS()  # `train` is one of its splits; its tasks cannot be read (say, its data failed to download)
+    # `train` is one of its splits; its tasks cannot be read (say, its data failed to download)
+    fake = FakeORS()
     fake.fail("/orders/tasks", httpx.Response(400, json={"detail": "downloading the data failed"}))
     with pytest.raises(ORSRefusedError, match="answered 400: downloading the data failed") as refused:
         environment(fake).environment_class()().dataset_rows("train")
