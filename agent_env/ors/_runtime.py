@@ -115,12 +115,35 @@ class ORSRuntime:
                     "name the one to use with env_name="
                 )
             self.client.env_name = names[0]
-        listing = await self.client.listing("GET", "/tools")
+        try:
+            listing = await self.client.listing("GET", "/tools")
+        except ORSRefusedError as error:
+            if error.status != 404:
+                raise
+            raise await self._unknown_environment(error) from None
         tools, terminal = _listed_tools(listing, self.source.label(), self.key)
         if terminal is not None:
             self.terminal = terminal
             tools.append(_terminal_entry(terminal))
         return tools
+
+    async def _unknown_environment(self, error: ORSRefusedError) -> Exception:
+        """What a 404 on the tools of the environment named means: no such environment, naming those the server
+        serves (an SDK server answers only "Not Found"); `error` itself when the server cannot list them, or lists
+        the name after all."""
+        try:
+            names = await self.client.list_environments()
+        except ORSError:
+            return error
+        name = self.env_name
+        if name in names:
+            return error
+        alike = [served for served in names if served.lower() == name.lower()]
+        fix = f"env_name={alike[0]!r}" if alike else "name one of them with env_name="
+        return ToolDefinitionError(
+            f"{self.source.label()} is not one the server serves: it serves {', '.join(map(repr, names)) or 'none'}; "
+            f"{fix} (it answered: {error})"
+        )
 
     def publish(
         self, listed: list[dict[str, Any]], remote: Callable[[str], Callable[..., Awaitable[str]]]
@@ -218,8 +241,12 @@ class ORSRuntime:
             )
         return [{"prompt": list(PROMPT_ROW), "split": split, "index": index} for index in range(count)]
 
-    async def _missing_split(self, split: str, error: ORSError) -> SplitNotFoundError:
+    async def _missing_split(self, split: str, error: ORSError) -> Exception:
+        """A 400 on a split's tasks: the split is missing, naming those the server has; or, when it has it (its tasks
+        failed to load, say), the server's refusal as it is."""
         splits = await self.splits()
+        if split in splits:
+            return error
         return SplitNotFoundError(
             f"{self.source.label()} has no split {split!r} (it answered: {error}); its splits are "
             f"{', '.join(map(repr, splits)) or 'none'}",

@@ -139,9 +139,18 @@ def test_the_environment_is_found_by_name_or_as_the_servers_only_one():
         environment(fake, env_name=None).environment_class()
 
 
-def test_an_environment_the_server_does_not_have_is_refused_in_its_words():
+def test_an_environment_the_server_does_not_have_is_refused_naming_the_ones_it_serves():
+    fake = FakeORS()
+    fake.environments = ["orders", "other"]
+    with pytest.raises(
+        ToolDefinitionError,
+        match=r"'Orders' at .* is not one the server serves: it serves 'orders', 'other'; env_name='orders' "
+        r"\(.*answered 404: Not Found\)",
+    ):
+        environment(fake, env_name="Orders").environment_class()
+    fake.fail("/list_environments", httpx.Response(404, json={"detail": "Not Found"}))
     with pytest.raises(ORSRefusedError, match=r"\(/nope/tools\) answered 404: Not Found"):
-        environment(FakeORS(), env_name="nope").environment_class()
+        environment(fake, env_name="nope").environment_class()  # no list to name: the server's words
 
 
 @pytest.mark.parametrize(
@@ -179,6 +188,15 @@ def test_a_splits_tasks_become_rows_naming_their_task_and_a_missing_split_names_
     with pytest.raises(SplitNotFoundError) as missing:
         environment(FakeORS()).environment_class()().dataset_rows("nope")
     assert missing.value.splits == ("train", "test")
+
+
+def test_a_split_the_server_has_but_could_not_list_is_its_refusal_not_a_missing_split():
+    # `train` is one of its splits; its tasks cannot be read (say, its data failed to download)
+    fake = FakeORS()
+    fake.fail("/orders/tasks", httpx.Response(400, json={"detail": "downloading the data failed"}))
+    with pytest.raises(ORSRefusedError, match="answered 400: downloading the data failed") as refused:
+        environment(fake).environment_class()().dataset_rows("train")
+    assert not isinstance(refused.value, SplitNotFoundError)
 
 
 def test_a_server_that_lists_no_tasks_but_counts_them_gives_rows_by_split_and_index():
