@@ -363,7 +363,9 @@ class ORSRuntime:
             await self.client.aclose()
 
     def cut(self, text: str) -> str:
-        """`text`, or its first `max_result_chars` characters with a note saying it was cut."""
+        """What the model reads of `text` (a prompt, a result): the key cut out, should the server echo it, and then
+        the first `max_result_chars` characters, with a note saying it was cut."""
+        text = self.key.redact(text)
         most = self.source.max_result_chars
         if len(text) <= most:
             return text

@@ -536,6 +536,18 @@ def test_the_key_is_read_from_its_variable_sent_as_x_api_key_and_shown_nowhere(m
     assert "ORS_TEST_KEY" in repr(source.environment_class().runtime.key)
 
 
+def test_a_key_the_server_echoes_in_a_prompt_or_a_result_never_reaches_the_model(monkeypatch):
+    monkeypatch.setenv("ORS_TEST_KEY", KEY)
+    fake = FakeORS()
+    fake.fail("/orders/prompt", httpx.Response(200, json=[wire.text_block(f"Your key is {KEY}.")]))
+    fake.results = [wire.output_result(f"signed with {KEY}; twice: {KEY}")]
+    session = LocalSession(environment(fake, api_key_env="ORS_TEST_KEY").environment_class()())
+    opening = session.reset(split="train", index=0)
+    said = session.call_tool("peek", {})
+    assert KEY not in f"{opening} {said}"
+    assert "Your key is [key]." in str(opening) and said == "signed with [key]; twice: [key]"
+
+
 def test_a_key_variable_that_is_not_set_is_named_and_a_key_given_as_the_variable_refused(monkeypatch):
     monkeypatch.delenv("ORS_UNSET", raising=False)
     with pytest.raises(ValueError, match="names the variable 'ORS_UNSET', which is not set"):
