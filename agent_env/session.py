@@ -565,6 +565,24 @@ def timed_out_episode(
     return failure
 
 
+def lost_episode(
+    error: ProviderError, *, environment: str = "", episode: str = ""
+) -> InfrastructureFailedError:
+    """The error reading the reward of an episode that where it ran lost (`error`: a server that restarted or idled
+    it out, an actor that died, a connection that dropped, a server that cannot be reached), on every kind of
+    session: unscored, since what became of it is unknown, and left out by a trainer (None), as an infrastructure
+    failure."""
+    failure = InfrastructureFailedError(
+        f"the episode was lost: {error}", environment=environment, episode=episode, cause=error
+    )
+    failure.__cause__ = error
+    return failure
+
+
+LOST_ENDING = "the episode was lost where it ran"
+"""Why an episode has ended once where it ran lost it, as later calls' errors say it."""
+
+
 def timed_out_ending(error: CallTimeoutError, action: str) -> str:
     """Why an episode has ended when `action`, one of its calls, did not finish in time, as later calls' errors say
     it ("tool 'x' was not run: the episode has ended (tool 'sleep' did not finish in time) ...")."""

@@ -50,6 +50,7 @@ from agent_env.session import (
     EpisodeState,
     Session,
     episode_label,
+    lost_episode,
     nothing_to_score,
     require_running,
     timed_out_ending,
@@ -254,7 +255,8 @@ class OpenEnvSession(Session):
     nothing is sent). The server's answer then counts: a `done: true` ends the episode, a reward is kept, and a tool
     error comes back as `ToolArgumentError` (`invalid_args`), `UnknownToolError` (`tool_not_found`) or `ToolError`
     with the server's message. If the connection drops or an answer times out, the server's environment is gone
-    with it: calls fail with `EpisodeNotFoundError` until a `reset` opens a new connection. A call that gets no answer
+    with it: calls fail with `EpisodeNotFoundError` until a `reset` opens a new connection, and the reward of an
+    episode lost so before it ended raises `InfrastructureFailedError` (unscored, left out by a trainer). A call that gets no answer
     in time (the provider's `timeout`, or what is left of the episode's budget), or that the server says timed out,
     ends the episode as in process: later calls are refused, and its reward raises `TimedOutEpisodeError`.
     """
@@ -337,6 +339,12 @@ class OpenEnvSession(Session):
                 raise nothing_to_score()
             if self._timed_out is not None:
                 raise timed_out_episode(self._timed_out, environment=self.provider.name, episode=self.episode)
+            if (
+                self._lost is not None and self.state is EpisodeState.RUNNING
+            ):  # gone with its connection, unended
+                raise lost_episode(
+                    EpisodeNotFoundError(self._lost), environment=self.provider.name, episode=self.episode
+                )
             if self._unscored is None and self.state is EpisodeState.RUNNING and self._lost is None:
                 try:
                     self.call_tool(END_TURN, {})

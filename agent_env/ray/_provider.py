@@ -40,11 +40,13 @@ from agent_env.server.errors import (
     error_class,
 )
 from agent_env.session import (
+    LOST_ENDING,
     REWARD_ENDS,
     EpisodeState,
     Score,
     Session,
     episode_label,
+    lost_episode,
     require_running,
     timed_out_ending,
     timed_out_episode,
@@ -353,7 +355,10 @@ class RaySession(Session):
     within the provider's `capacity_wait`); later ones start the next episode in the same environment instance on
     that actor, as `LocalSession` does in process (or a fresh one, anywhere, if the actor has lost it). A call or
     reward before any `reset` opens the episode without starting it, so the actor answers with the very error a
-    `LocalSession` raises. When the episode is lost, this session lets go of it; the next `reset` starts a new one.
+    `LocalSession` raises. When the episode is lost (its actor died or restarted, or idled it out), the call that
+    finds it gone raises `EpisodeNotFoundError` and this session lets go of it: the episode has ended, later calls are
+    refused, and its reward raises `InfrastructureFailedError` (unscored, left out by a trainer); the next `reset`
+    starts a new one.
     A call that does not finish in time ends the episode as in process: later calls are refused, and its reward
     raises `TimedOutEpisodeError`.
     """
@@ -367,13 +372,15 @@ class RaySession(Session):
         self._ended: str | None = None
         self._timed_out: CallTimeoutError | None = None
         """The call that did not finish in time and ended the episode, if one did."""
+        self._lost: EpisodeNotFoundError | None = None
+        """Why the pool no longer holds the episode, once a request found it gone."""
 
     def tools(self) -> list[dict[str, Any]]:
         return self.provider.tools()
 
     def reset(self, **row: Any) -> str | None:
         self._require_open()
-        self._ended, self._timed_out = None, None
+        self._ended, self._timed_out, self._lost = None, None, None
         self.episode = episode_label(row, f"on Ray pool {self.provider.pool.settings.pool!r}")
         try:
             return self._reset(row)
@@ -401,7 +408,7 @@ class RaySession(Session):
         return observation
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
-        if self._timed_out is not None:  # ended here: its actor no longer holds it
+        if self._timed_out is not None or self._lost is not None:  # ended here: its actor no longer holds it
             require_running(EpisodeState.ENDED, name, ended_by=self._ended or "")
         body = (
             dict(arguments) if isinstance(arguments, Mapping) else arguments
@@ -424,16 +431,20 @@ class RaySession(Session):
 
     def _scored(self, method: str) -> Score:
         """The episode's reward (`reward`) or its score (`score`), read once: the episode then ends."""
-        if self._timed_out is None:
+        if self._timed_out is None and self._lost is None:
             try:
                 answer = self._episode_request(method, action="reward()")
             except CallTimeoutError as error:
                 self._time_out(error, "reward()")
+            except EpisodeNotFoundError:
+                pass  # lost: `_episode_request` has ended it
             else:
                 self._ended = self._ended or REWARD_ENDS
                 return Score(float(answer)) if method == "reward" else Score(float(answer[0]), answer[1])
-        assert self._timed_out is not None
-        raise timed_out_episode(self._timed_out, environment=self.provider.name, episode=self.episode)
+        if self._timed_out is not None:
+            raise timed_out_episode(self._timed_out, environment=self.provider.name, episode=self.episode)
+        assert self._lost is not None
+        raise lost_episode(self._lost, environment=self.provider.name, episode=self.episode)
 
     def _time_out(self, error: CallTimeoutError, action: str) -> None:
         """End the episode on `action`, a call that did not finish in time (the session has let go of it)."""
@@ -455,8 +466,12 @@ class RaySession(Session):
             self.episode_id, _ = self.provider.place(None, action)
         try:
             return self.provider.request(self.episode_id, method, *args, action=action)
-        except (CallTimeoutError, EpisodeNotFoundError):
+        except CallTimeoutError:
             self._drop()
+            raise
+        except EpisodeNotFoundError as error:
+            self._drop()
+            self._lost, self._ended = error, LOST_ENDING
             raise
 
     def _let_go(self) -> None:

@@ -46,11 +46,13 @@ from agent_env.server.errors import (
     error_class,
 )
 from agent_env.session import (
+    LOST_ENDING,
     REWARD_ENDS,
     EpisodeState,
     Score,
     Session,
     episode_label,
+    lost_episode,
     require_running,
     timed_out_ending,
     timed_out_episode,
@@ -284,7 +286,10 @@ class RemoteSession(Session):
     `capacity_wait`); later ones start the next episode in the same server-side environment instance, as
     `LocalSession` does in process (or a fresh one if the server has forgotten the old). A call or reward before any
     `reset` opens the episode without starting it, so the server answers with the very error a `LocalSession` raises.
-    When the server has forgotten the episode, this session lets go of it; the next `reset` starts a new one. A call
+    When the server has forgotten the episode (it restarted, or idled it out), the call that finds it gone raises
+    `EpisodeNotFoundError` and this session lets go of it: the episode has ended, later calls are refused, and its
+    reward raises `InfrastructureFailedError` (unscored, left out by a trainer), as it does when the server cannot be
+    reached to read it; the next `reset` starts a new one. A call
     that does not finish in time (the server's call timeout or episode budget, or the client's `timeout`) ends the
     episode as in process: later calls are refused, and its reward raises `TimedOutEpisodeError`.
     """
@@ -301,13 +306,15 @@ class RemoteSession(Session):
         self._ended: str | None = None
         self._timed_out: CallTimeoutError | None = None
         """The call that did not finish in time and ended the episode, if one did."""
+        self._lost: RemoteError | None = None
+        """Why the server no longer holds the episode, once a request found it gone."""
 
     def tools(self) -> list[dict[str, Any]]:
         return self.provider.tools()
 
     def reset(self, **row: Any) -> str | None:
         self._require_open()
-        self._ended, self._timed_out = None, None
+        self._ended, self._timed_out, self._lost = None, None, None
         self.episode = episode_label(row, f"on the agent_env server at {self.provider.url}")
         try:
             return self._reset(row)
@@ -336,7 +343,7 @@ class RemoteSession(Session):
         return observation
 
     def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
-        if self._timed_out is not None:  # ended here: the server no longer holds it
+        if self._timed_out is not None or self._lost is not None:  # ended here: the server no longer holds it
             require_running(EpisodeState.ENDED, name, ended_by=self._ended or "")
         # Arguments that are no object go as they are: the server's session refuses them, as one in process does.
         body = dict(arguments) if isinstance(arguments, Mapping) else arguments
@@ -360,21 +367,30 @@ class RemoteSession(Session):
 
     def _scored(self, action_path: str) -> Score:
         """The episode's reward (`reward`) or its score (`score`), read once: the episode then ends."""
-        if self._timed_out is None:
+        if self._timed_out is None and self._lost is None:
             try:
                 answer = self._episode_request(action_path, NO_BODY, "reward()")
             except CallTimeoutError as error:
                 self._time_out(error, "reward()")
+            except (EpisodeNotFoundError, ServerUnavailableError) as error:  # gone, or out of reach
+                self._let_go(wait=False)
+                self._lose(error)
             else:
                 self._ended = self._ended or REWARD_ENDS
                 return Score(float(answer["reward"]), answer.get("breakdown"))
-        assert self._timed_out is not None
-        raise timed_out_episode(self._timed_out, environment=self.provider.name, episode=self.episode)
+        if self._timed_out is not None:
+            raise timed_out_episode(self._timed_out, environment=self.provider.name, episode=self.episode)
+        assert self._lost is not None
+        raise lost_episode(self._lost, environment=self.provider.name, episode=self.episode)
 
     def _time_out(self, error: CallTimeoutError, action: str) -> None:
         """End the episode on `action`, a call that did not finish in time (the session has let go of it)."""
         self._timed_out = error
         self._ended = error.ended = timed_out_ending(error, action)
+
+    def _lose(self, error: RemoteError) -> None:
+        """End the episode: the server no longer holds it (`error` says why), or cannot be reached to read it."""
+        self._lost, self._ended = error, LOST_ENDING
 
     def ended(self) -> str | None:
         return self._ended
@@ -401,8 +417,9 @@ class RemoteSession(Session):
             # silence, so it happens in the background rather than holding the caller for a second timeout.
             self._let_go(wait=False)
             raise
-        except EpisodeNotFoundError:
+        except EpisodeNotFoundError as error:
             self._let_go()
+            self._lose(error)
             raise
 
     def _path(self, action_path: str) -> str:

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import ray
 
-from agent_env.errors import TimedOutEpisodeError
+from agent_env.errors import EpisodeEndedError, InfrastructureFailedError, TimedOutEpisodeError
 from agent_env.ray import RayProvider
 from agent_env.ray import _provider as provider_module
 from agent_env.server.errors import CallTimeoutError, EpisodeNotFoundError
@@ -121,6 +121,12 @@ def test_an_actor_dead_for_good_is_made_again_for_the_next_episode(ray_cluster):
             while time.monotonic() < deadline:  # the kill lands a moment later
                 session.call_tool("add", {"amount": 1})
                 time.sleep(0.1)
+        with pytest.raises(EpisodeEndedError, match="the episode was lost where it ran"):
+            session.call_tool("add", {"amount": 1})  # opens no episode that was never reset
+        with pytest.raises(
+            InfrastructureFailedError, match="the episode was lost: .* was lost with Ray actor"
+        ):
+            session.reward()  # unscored, never a reward it did not earn; a trainer reads None
         assert session.reset(seed=5) == "counter starts at 5"
         assert session.call_tool("where", {}) != old_pid  # a new actor under the same name
         session.close()

@@ -4,6 +4,7 @@ failure of the network is a typed error that arrives in bounded time."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import socket
@@ -182,6 +183,37 @@ def test_an_episode_the_server_forgot_raises_episode_not_found_and_the_next_rese
             session.call_tool("add", {"amount": 1})
         assert session.reset(seed=7) == "counter starts at 7"
         assert session.call_tool("add", {"amount": 1}) == "total 8"
+
+
+def test_an_episode_the_server_lost_ends_unscored_and_a_trainer_reads_none(caplog):
+    with running(build_app(ToyDesk, idle_timeout=0.2)) as url:
+        session = RemoteProvider(url, timeout=5).open()
+        session.reset(seed=1)
+        session.call_tool("add", {"amount": 2})
+        time.sleep(0.5)  # the server idles it out, as it forgets every episode when it restarts
+        with pytest.raises(EpisodeNotFoundError, match="expired or unknown"):
+            session.call_tool("add", {"amount": 1})  # the model reads this
+        with pytest.raises(
+            EpisodeEndedError, match="the episode has ended .the episode was lost where it ran"
+        ):
+            session.call_tool("add", {"amount": 1})  # opens no episode that was never reset
+        with pytest.raises(
+            InfrastructureFailedError, match="the episode was lost: episode '.*' expired or unknown"
+        ):
+            session.reward()  # what it became is unknown: unscored, never a reward it did not earn
+        assert session.ended() == "the episode was lost where it ran"
+        assert session.reset(seed=3) == "counter starts at 3"
+        assert session.call_tool("add", {"amount": 1}) == "total 4"
+
+        env = AgentEnv.connect(url).factory
+        instance = env()
+        instance.reset(seed=1)
+        time.sleep(0.5)
+        with caplog.at_level(logging.WARNING, logger="agent_env.training"):
+            with pytest.raises(EpisodeNotFoundError):
+                instance.add(amount=1)  # TRL hands the model this error, and goes on
+            assert instance.get_reward() is None  # left out of its group, not a failed step
+        assert "the episode was lost" in caplog.text
 
 
 def test_an_idled_out_episode_is_replaced_by_the_next_reset():
