@@ -38,6 +38,9 @@ You have tools of your own, for what the agent asks you to do or check on your s
 - Ground what you tell the agent in what your tools return; never invent a result.
 - The agent does not see your tool calls, only your messages. If a call fails, fix it and try again."""
 
+MAX_TOOL_ROUNDS = 100
+"""How many rounds of its own calls an `LLMUser` may make before it must write, by default (see `LLMUser`)."""
+
 
 def system_prompt(scenario: Scenario, has_tools: bool) -> str:
     """What the user's model is told: the prompt its environment gives (`Scenario.prompt`: τ²-bench's own), else
@@ -63,11 +66,14 @@ class LLMUser:
         endpoint: Where the user's model is (`base_url`, `model`, `api_key_env`, timeout, retries): apart from the
             agent's. With no `model`, the one model the server lists.
         sampling: How it samples; τ²-bench's runs use temperature 0, the default here.
-        max_tool_rounds: The most rounds of its own tool calls before it must write a message.
+        max_tool_rounds: The most rounds of its own tool calls before it must write a message: a guard against a
+            model that never writes, not a limit of the benchmark's. τ²-bench's user calls as many as it likes,
+            bounded only by the episode's steps, so the default (100) lies past what an episode's default
+            `max_steps` (200, two steps a round) allows: the episode's limit ends such a turn first.
     """
 
     def __init__(
-        self, endpoint: Endpoint | None = None, sampling: Sampling | None = None, max_tool_rounds: int = 5
+        self, endpoint: Endpoint | None = None, sampling: Sampling | None = None, max_tool_rounds: int = MAX_TOOL_ROUNDS
     ) -> None:
         from agent_env.llm import Endpoint, Sampling
 
@@ -87,7 +93,7 @@ class LLMUser:
             ValueError: A key that is neither, or no `base_url`.
         """
         endpoint, sampling = endpoint_settings(settings, "user", extra={"max_tool_rounds"})
-        return cls(endpoint, sampling, max_tool_rounds=int(settings.get("max_tool_rounds", 5)))
+        return cls(endpoint, sampling, max_tool_rounds=int(settings.get("max_tool_rounds", MAX_TOOL_ROUNDS)))
 
     def opening(
         self, scenario: Scenario, history: Sequence[ChatMessage] = (), faults: Counter[str] | None = None

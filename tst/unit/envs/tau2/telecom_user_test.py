@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agent_env import ToolError
+from agent_env.errors import UserEndpointError
 from agent_env.envs import load_environment
 from agent_env.envs.tau2.telecom import Tau2Telecom
 from agent_env.envs.tau2.telecom_device import UserPhone
@@ -166,3 +167,33 @@ def test_a_solo_episode_is_the_agents_calls_on_both_sides_counted_as_upstreams_s
     session.reset(task_id=ABROAD)
     session.call_tool("end_turn", {})
     assert session.score().reward == 0.0
+
+
+def test_a_user_that_checks_its_phone_many_times_in_one_turn_is_bounded_by_the_episodes_steps_as_upstreams():
+    """tau2-bench's user makes as many calls as it likes before it writes (one action a turn, as its guidelines
+    say), bounded only by the episode's max_steps; six checks in a row are an ordinary turn, not a failed user."""
+
+    def user_model(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        messages = body["messages"]
+        if messages[-1]["role"] == "user" and len(messages) <= 3:  # its opening
+            return Answer(completion("My mobile data does not work abroad."))
+        checks = sum(1 for m in messages if m["role"] == "tool")
+        if checks < 6:
+            return Answer(completion(tool_calls=[call("check_status_bar", {}, f"u{checks}")]))
+        return Answer(completion("I checked six times; it still shows no data."))
+
+    with scripted(user_model) as server:
+        user = LLMUser(Endpoint(server.url, backoff=0.001, timeout=5.0))
+        session = LocalSession(Tau2Telecom(user=user))
+        session.reset(task_id=ABROAD)
+        reply = session.call_tool(USER_CHANNEL, {"message": "Please check your status bar."})
+        short = LocalSession(Tau2Telecom(user=user, max_steps=10))  # past its steps: upstream's max_steps, 0
+        short.reset(task_id=ABROAD)
+        short.call_tool(USER_CHANNEL, {"message": "Please check your status bar."})
+        guarded = LocalSession(Tau2Telecom(user=LLMUser(user.endpoint, max_tool_rounds=3)))
+        guarded.reset(task_id=ABROAD)
+        with pytest.raises(UserEndpointError, match="kept calling its own tools"):  # a guard set below its steps
+            guarded.call_tool(USER_CHANNEL, {"message": "Please check your status bar."})
+    assert reply == "I checked six times; it still shows no data."
+    assert session.ended() is None and session.environment.steps == 1 + 1 + 2 * 6 + 1
+    assert short.environment.termination == "max_steps" and short.score().reward == 0.0
