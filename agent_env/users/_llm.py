@@ -73,7 +73,10 @@ class LLMUser:
     """
 
     def __init__(
-        self, endpoint: Endpoint | None = None, sampling: Sampling | None = None, max_tool_rounds: int = MAX_TOOL_ROUNDS
+        self,
+        endpoint: Endpoint | None = None,
+        sampling: Sampling | None = None,
+        max_tool_rounds: int = MAX_TOOL_ROUNDS,
     ) -> None:
         from agent_env.llm import Endpoint, Sampling
 
@@ -96,12 +99,20 @@ class LLMUser:
         return cls(endpoint, sampling, max_tool_rounds=int(settings.get("max_tool_rounds", MAX_TOOL_ROUNDS)))
 
     def opening(
-        self, scenario: Scenario, history: Sequence[ChatMessage] = (), faults: Counter[str] | None = None
-    ) -> str:
+        self,
+        scenario: Scenario,
+        history: Sequence[ChatMessage] = (),
+        faults: Counter[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+        run_tool: UserTool | None = None,
+    ) -> str | ChatMessage:
+        """Its answer to the greeting, offered its own tools as any reply is (τ²-bench's user answers the greeting
+        as any message): the message with its calls when it made some, else its text."""
         chat = Chat(scenario, list(history) or [ChatMessage("agent", GREETING)])
         if faults is not None:
             chat.faults = faults
-        return self.reply(chat).text
+        answer = self.reply(chat, tools, run_tool)
+        return answer if answer.tool_messages else answer.text
 
     def reply(
         self, chat: Chat, tools: Sequence[Mapping[str, Any]] = (), run_tool: UserTool | None = None
