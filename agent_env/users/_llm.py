@@ -294,9 +294,14 @@ def _as_function(tool: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run(run_tool: UserTool, call: Any) -> str:
-    """One of the user's own calls, run: its result, or what went wrong, as the text the user reads."""
+    """One of the user's own calls, run: its result, or what went wrong, as the text the user reads. Arguments that
+    are not JSON go to the environment as written, which refuses them as a failed call, as it refuses any bad one."""
+    raw = call.arguments
     try:
-        arguments = json.loads(call.arguments) if isinstance(call.arguments, str) and call.arguments else {}
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+        except ValueError:
+            arguments = raw
         return run_tool(call.name, arguments if arguments is not None else {})
     except Exception as error:  # the user's mistake to fix, as an agent's is
         return f"Error: {error}"

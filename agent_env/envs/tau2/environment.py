@@ -409,8 +409,15 @@ class Tau2Environment(UserChat, Environment):
         return self.user_side.tools.published if self.user_side is not None else ()
 
     def run_user_tool(self, name: str, arguments: Any) -> str:
-        """Run a call of the user's own, kept in the record and counted (a failure too) as the agent's are."""
-        call = self.replay(name, arguments if isinstance(arguments, Mapping) else {}, "user")
+        """Run a call of the user's own, kept in the record and counted (a failure too) as the agent's are. Arguments
+        that are no JSON object (text that is not JSON, a list) run nothing: a failed call."""
+        if isinstance(arguments, Mapping):
+            call = self.replay(name, arguments, "user")
+        else:
+            said = (
+                f"are not JSON: {arguments[:80]!r}" if isinstance(arguments, str) else "are not a JSON object"
+            )
+            call = Call(name, {}, "user", f"Error: Invalid arguments for tool '{name}': they {said}", True)
         self.calls.append(call)
         self._user_calls += 1
         self.errors += call.error

@@ -230,3 +230,28 @@ def test_a_model_playing_the_user_may_check_its_phone_before_its_opening_as_upst
     assert (
         env.steps == 1 + 2 + 1 + 1
     )  # the greeting's answer: its calls (a message and the answer) and its words
+
+
+def test_a_user_call_whose_arguments_are_no_json_object_runs_nothing_and_fails_as_any_bad_call():
+    """Arguments that are not JSON, or JSON but no object, are the user model's mistake: the tool does not run (no
+    toggle made with no arguments), and the call is a failed one, recorded and counted toward max_errors."""
+
+    def user_model(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        messages = body["messages"]
+        if messages[-1]["role"] == "user" and len(messages) <= 3:  # its opening
+            return Answer(completion("My mobile data does not work abroad."))
+        if messages[-1]["role"] == "user":
+            calls = [call("toggle_roaming", "[]", "u1"), call("toggle_roaming", '{"on": tru', "u2")]
+            return Answer(completion(tool_calls=calls))
+        return Answer(completion("Something went wrong on my phone."))
+
+    with scripted(user_model) as server:
+        env = Tau2Telecom(user=LLMUser(Endpoint(server.url, backoff=0.001, timeout=5.0)))
+        session = LocalSession(env)
+        session.reset(task_id=ABROAD)
+        roaming = env.user_db.device["user"].roaming_enabled
+        session.call_tool(USER_CHANNEL, {"message": "Please turn on data roaming."})
+    results = [m["content"] for m in server.requests[2][0]["messages"] if m["role"] == "tool"]
+    assert all(result.startswith("Error: ") for result in results) and len(results) == 2
+    assert env.user_db.device["user"].roaming_enabled == roaming  # neither call ran the tool
+    assert env.errors == 2 and [c.error for c in env.calls if c.requestor == "user"] == [True, True]
