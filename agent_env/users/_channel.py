@@ -78,9 +78,16 @@ class UserChat:
         self.chat = None  # an opening that fails leaves no conversation, not the last episode's
         before = list(history) or [ChatMessage("agent", GREETING)]
         faults: Counter[str] = Counter()  # the opening's faults are the episode's, counted with its replies'
-        text = opening if opening is not None else self.user.opening(scenario, before, faults)
-        self.chat = Chat(scenario, [*before, ChatMessage("user", text)], faults=faults)
-        return text
+        tools = self.user_tools() if opening is None else ()
+        if opening is not None:
+            said: str | ChatMessage = opening
+        elif tools:  # the user may act before it writes, as in any reply (passed only to a user with tools)
+            said = self.user.opening(scenario, before, faults, tools=tools, run_tool=self.run_user_tool)
+        else:
+            said = self.user.opening(scenario, before, faults)
+        message = said if isinstance(said, ChatMessage) else ChatMessage("user", said)
+        self.chat = Chat(scenario, [*before, message], faults=faults)
+        return message.text
 
     @tool
     def message_user(self, message: Annotated[str, Field(min_length=1)]) -> str:

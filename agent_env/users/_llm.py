@@ -38,6 +38,9 @@ You have tools of your own, for what the agent asks you to do or check on your s
 - Ground what you tell the agent in what your tools return; never invent a result.
 - The agent does not see your tool calls, only your messages. If a call fails, fix it and try again."""
 
+MAX_TOOL_ROUNDS = 100
+"""How many rounds of its own calls an `LLMUser` may make before it must write, by default (see `LLMUser`)."""
+
 
 def system_prompt(scenario: Scenario, has_tools: bool) -> str:
     """What the user's model is told: the prompt its environment gives (`Scenario.prompt`: τ²-bench's own), else
@@ -63,11 +66,17 @@ class LLMUser:
         endpoint: Where the user's model is (`base_url`, `model`, `api_key_env`, timeout, retries): apart from the
             agent's. With no `model`, the one model the server lists.
         sampling: How it samples; τ²-bench's runs use temperature 0, the default here.
-        max_tool_rounds: The most rounds of its own tool calls before it must write a message.
+        max_tool_rounds: The most rounds of its own tool calls before it must write a message: a guard against a
+            model that never writes, not a limit of the benchmark's. τ²-bench's user calls as many as it likes,
+            bounded only by the episode's steps, so the default (100) lies past what an episode's default
+            `max_steps` (200, two steps a round) allows: the episode's limit ends such a turn first.
     """
 
     def __init__(
-        self, endpoint: Endpoint | None = None, sampling: Sampling | None = None, max_tool_rounds: int = 5
+        self,
+        endpoint: Endpoint | None = None,
+        sampling: Sampling | None = None,
+        max_tool_rounds: int = MAX_TOOL_ROUNDS,
     ) -> None:
         from agent_env.llm import Endpoint, Sampling
 
@@ -87,15 +96,23 @@ class LLMUser:
             ValueError: A key that is neither, or no `base_url`.
         """
         endpoint, sampling = endpoint_settings(settings, "user", extra={"max_tool_rounds"})
-        return cls(endpoint, sampling, max_tool_rounds=int(settings.get("max_tool_rounds", 5)))
+        return cls(endpoint, sampling, max_tool_rounds=int(settings.get("max_tool_rounds", MAX_TOOL_ROUNDS)))
 
     def opening(
-        self, scenario: Scenario, history: Sequence[ChatMessage] = (), faults: Counter[str] | None = None
-    ) -> str:
+        self,
+        scenario: Scenario,
+        history: Sequence[ChatMessage] = (),
+        faults: Counter[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+        run_tool: UserTool | None = None,
+    ) -> str | ChatMessage:
+        """Its answer to the greeting, offered its own tools as any reply is (τ²-bench's user answers the greeting
+        as any message): the message with its calls when it made some, else its text."""
         chat = Chat(scenario, list(history) or [ChatMessage("agent", GREETING)])
         if faults is not None:
             chat.faults = faults
-        return self.reply(chat).text
+        answer = self.reply(chat, tools, run_tool)
+        return answer if answer.tool_messages else answer.text
 
     def reply(
         self, chat: Chat, tools: Sequence[Mapping[str, Any]] = (), run_tool: UserTool | None = None
@@ -277,9 +294,14 @@ def _as_function(tool: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run(run_tool: UserTool, call: Any) -> str:
-    """One of the user's own calls, run: its result, or what went wrong, as the text the user reads."""
+    """One of the user's own calls, run: its result, or what went wrong, as the text the user reads. Arguments that
+    are not JSON go to the environment as written, which refuses them as a failed call, as it refuses any bad one."""
+    raw = call.arguments
     try:
-        arguments = json.loads(call.arguments) if isinstance(call.arguments, str) and call.arguments else {}
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+        except ValueError:
+            arguments = raw
         return run_tool(call.name, arguments if arguments is not None else {})
     except Exception as error:  # the user's mistake to fix, as an agent's is
         return f"Error: {error}"

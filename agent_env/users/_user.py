@@ -25,16 +25,26 @@ class User(Protocol):
     """
 
     def opening(
-        self, scenario: Scenario, history: Sequence[ChatMessage] = (), faults: Counter[str] | None = None
-    ) -> str:
+        self,
+        scenario: Scenario,
+        history: Sequence[ChatMessage] = (),
+        faults: Counter[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+        run_tool: UserTool | None = None,
+    ) -> str | ChatMessage:
         """The user's first message: its answer to the agent's greeting, or, after a conversation that happened
-        before the episode (`history`), to the agent's last message there.
+        before the episode (`history`), to the agent's last message there. Its text; or, when it called its own
+        tools before writing it, the message with those calls (`ChatMessage.tool_messages`), which the conversation
+        keeps as it keeps any reply's.
 
         Args:
             scenario: What the user was told.
             history: The conversation before the episode, if any.
             faults: Where to count failed attempts of the user's endpoint (the episode's `Chat.faults`, which the
                 opening starts).
+            tools: The user's own tools, when its environment gives it any (passed only then): it may call them
+                before it writes, as in any reply.
+            run_tool: Runs one of them, when it has any.
 
         Raises:
             UserEndpointError: The user's model could not be asked.
@@ -91,7 +101,12 @@ class ScriptedUser:
         self.then = then
 
     def opening(
-        self, scenario: Scenario, history: Sequence[ChatMessage] = (), faults: Counter[str] | None = None
+        self,
+        scenario: Scenario,
+        history: Sequence[ChatMessage] = (),
+        faults: Counter[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+        run_tool: UserTool | None = None,
     ) -> str:
         script = self._script(scenario)
         if not script:

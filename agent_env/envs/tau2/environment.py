@@ -174,12 +174,12 @@ class Tau2Environment(UserChat, Environment):
         when the episode starts: the row's user turn is empty, `reset` asks the user and returns its opening, and
         TRL (like `agent-env eval`) puts it in that turn, so each episode gets its own. In solo mode there is no
         user and no user turn: the system prompt holds the task's ticket."""
-        fixed = isinstance(self.user, ScriptedUser)
+        fixed = self.user if isinstance(self.user, ScriptedUser) and not self.solo else None
         system = None if self.solo else self.system_prompt()
         return [
             {
                 "prompt": self.prompt(
-                    task, self.user.opening(task.scenario()) if fixed and not self.solo else "", system
+                    task, fixed.opening(task.scenario()) if fixed is not None else "", system
                 ),
                 "task_id": task.id,
             }
@@ -259,6 +259,12 @@ class Tau2Environment(UserChat, Environment):
             self.chat = None
             return None
         opening = self.start_chat(self.scenario(task), given, _chat_history(task.history()))
+        if (
+            self.chat is not None
+        ):  # its calls before it wrote, as it answers any message (a step each way a round)
+            calls = self.chat.messages[-1].tool_messages
+            self._stepped(2 * (sum(1 for message in calls if message.get("tool_calls")) or self._user_calls))
+            self._user_calls = 0
         self.transcript.append(("user", opening))
         return None if given is not None else opening
 
@@ -403,8 +409,15 @@ class Tau2Environment(UserChat, Environment):
         return self.user_side.tools.published if self.user_side is not None else ()
 
     def run_user_tool(self, name: str, arguments: Any) -> str:
-        """Run a call of the user's own, kept in the record and counted (a failure too) as the agent's are."""
-        call = self.replay(name, arguments if isinstance(arguments, Mapping) else {}, "user")
+        """Run a call of the user's own, kept in the record and counted (a failure too) as the agent's are. Arguments
+        that are no JSON object (text that is not JSON, a list) run nothing: a failed call."""
+        if isinstance(arguments, Mapping):
+            call = self.replay(name, arguments, "user")
+        else:
+            said = (
+                f"are not JSON: {arguments[:80]!r}" if isinstance(arguments, str) else "are not a JSON object"
+            )
+            call = Call(name, {}, "user", f"Error: Invalid arguments for tool '{name}': they {said}", True)
         self.calls.append(call)
         self._user_calls += 1
         self.errors += call.error

@@ -12,6 +12,7 @@ from agent_env import ToolError
 from agent_env.envs import load_environment
 from agent_env.envs.tau2.telecom import Tau2Telecom
 from agent_env.envs.tau2.telecom_device import UserPhone
+from agent_env.errors import UserEndpointError
 from agent_env.llm import Endpoint
 from agent_env.session import LocalSession
 from agent_env.users import HOLD, USER_CHANNEL, LLMUser
@@ -166,3 +167,91 @@ def test_a_solo_episode_is_the_agents_calls_on_both_sides_counted_as_upstreams_s
     session.reset(task_id=ABROAD)
     session.call_tool("end_turn", {})
     assert session.score().reward == 0.0
+
+
+def test_a_user_that_checks_its_phone_many_times_in_one_turn_is_bounded_by_the_episodes_steps_as_upstreams():
+    """tau2-bench's user makes as many calls as it likes before it writes (one action a turn, as its guidelines
+    say), bounded only by the episode's max_steps; six checks in a row are an ordinary turn, not a failed user."""
+
+    def user_model(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        messages = body["messages"]
+        if messages[-1]["role"] == "user" and len(messages) <= 3:  # its opening
+            return Answer(completion("My mobile data does not work abroad."))
+        checks = sum(1 for m in messages if m["role"] == "tool")
+        if checks < 6:
+            return Answer(completion(tool_calls=[call("check_status_bar", {}, f"u{checks}")]))
+        return Answer(completion("I checked six times; it still shows no data."))
+
+    with scripted(user_model) as server:
+        user = LLMUser(Endpoint(server.url, backoff=0.001, timeout=5.0))
+        session = LocalSession(Tau2Telecom(user=user))
+        session.reset(task_id=ABROAD)
+        reply = session.call_tool(USER_CHANNEL, {"message": "Please check your status bar."})
+        short = LocalSession(Tau2Telecom(user=user, max_steps=10))  # past its steps: upstream's max_steps, 0
+        short.reset(task_id=ABROAD)
+        short.call_tool(USER_CHANNEL, {"message": "Please check your status bar."})
+        guarded = LocalSession(Tau2Telecom(user=LLMUser(user.endpoint, max_tool_rounds=3)))
+        guarded.reset(task_id=ABROAD)
+        with pytest.raises(
+            UserEndpointError, match="kept calling its own tools"
+        ):  # a guard set below its steps
+            guarded.call_tool(USER_CHANNEL, {"message": "Please check your status bar."})
+    assert reply == "I checked six times; it still shows no data."
+    assert session.ended() is None and session.environment.steps == 1 + 1 + 2 * 6 + 1
+    assert short.environment.termination == "max_steps" and short.score().reward == 0.0
+
+
+def test_a_model_playing_the_user_may_check_its_phone_before_its_opening_as_upstreams_user_may():
+    """tau2-bench's user answers the agent's greeting as any message, offered its tools (orchestrator.py, lines
+    626-636, then `step`): it may look at its phone before it says what is wrong, and those calls are the episode's."""
+
+    def user_model(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        messages = body["messages"]
+        if not any(m["role"] == "tool" for m in messages):
+            return Answer(completion(tool_calls=[call("check_status_bar", {}, "u0")]))
+        if messages[-1]["role"] == "tool":  # its opening, grounded in what it saw
+            return Answer(completion("My phone shows no signal at all."))
+        return Answer(completion("Okay."))
+
+    with scripted(user_model) as server:
+        env = Tau2Telecom(user=LLMUser(Endpoint(server.url, backoff=0.001, timeout=5.0)))
+        session = LocalSession(env)
+        opening = session.reset(task_id=ABROAD)
+        session.call_tool(USER_CHANNEL, {"message": "Let me look into it."})
+    assert opening == "My phone shows no signal at all."
+    assert len(server.requests[0][0]["tools"]) == 30  # offered its tools at the greeting, as upstream's is
+    assert [(c.name, c.requestor) for c in env.calls if c.requestor == "user"][:1] == [
+        ("check_status_bar", "user")
+    ]
+    later = server.requests[2][0][
+        "messages"
+    ]  # its next turn still holds the calls it made before its opening
+    assert any(m.get("tool_calls") for m in later) and any(m["role"] == "tool" for m in later)
+    assert (
+        env.steps == 1 + 2 + 1 + 1
+    )  # the greeting's answer: its calls (a message and the answer) and its words
+
+
+def test_a_user_call_whose_arguments_are_no_json_object_runs_nothing_and_fails_as_any_bad_call():
+    """Arguments that are not JSON, or JSON but no object, are the user model's mistake: the tool does not run (no
+    toggle made with no arguments), and the call is a failed one, recorded and counted toward max_errors."""
+
+    def user_model(body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        messages = body["messages"]
+        if messages[-1]["role"] == "user" and len(messages) <= 3:  # its opening
+            return Answer(completion("My mobile data does not work abroad."))
+        if messages[-1]["role"] == "user":
+            calls = [call("toggle_roaming", "[]", "u1"), call("toggle_roaming", '{"on": tru', "u2")]
+            return Answer(completion(tool_calls=calls))
+        return Answer(completion("Something went wrong on my phone."))
+
+    with scripted(user_model) as server:
+        env = Tau2Telecom(user=LLMUser(Endpoint(server.url, backoff=0.001, timeout=5.0)))
+        session = LocalSession(env)
+        session.reset(task_id=ABROAD)
+        roaming = env.user_db.device["user"].roaming_enabled
+        session.call_tool(USER_CHANNEL, {"message": "Please turn on data roaming."})
+    results = [m["content"] for m in server.requests[2][0]["messages"] if m["role"] == "tool"]
+    assert all(result.startswith("Error: ") for result in results) and len(results) == 2
+    assert env.user_db.device["user"].roaming_enabled == roaming  # neither call ran the tool
+    assert env.errors == 2 and [c.error for c in env.calls if c.requestor == "user"] == [True, True]
