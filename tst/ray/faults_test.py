@@ -124,7 +124,7 @@ def test_an_actor_dead_for_good_is_made_again_for_the_next_episode(ray_cluster):
         with pytest.raises(EpisodeEndedError, match="the episode was lost where it ran"):
             session.call_tool("add", {"amount": 1})  # opens no episode that was never reset
         with pytest.raises(
-            InfrastructureFailedError, match="the episode was lost: .* was lost with Ray actor"
+            InfrastructureFailedError, match=r"the episode was lost: .* was lost with Ray actor"
         ):
             session.reward()  # unscored, never a reward it did not earn; a trainer reads None
         assert session.reset(seed=5) == "counter starts at 5"

@@ -194,11 +194,11 @@ def test_an_episode_the_server_lost_ends_unscored_and_a_trainer_reads_none(caplo
         with pytest.raises(EpisodeNotFoundError, match="expired or unknown"):
             session.call_tool("add", {"amount": 1})  # the model reads this
         with pytest.raises(
-            EpisodeEndedError, match="the episode has ended .the episode was lost where it ran"
+            EpisodeEndedError, match=r"the episode has ended \(the episode was lost where it ran"
         ):
             session.call_tool("add", {"amount": 1})  # opens no episode that was never reset
         with pytest.raises(
-            InfrastructureFailedError, match="the episode was lost: episode '.*' expired or unknown"
+            InfrastructureFailedError, match=r"the episode was lost: episode '.*' expired or unknown"
         ):
             session.reward()  # what it became is unknown: unscored, never a reward it did not earn
         assert session.ended() == "the episode was lost where it ran"
