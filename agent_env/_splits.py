@@ -1,10 +1,10 @@
 """Which dataset split a command plays when it is named none: its usual one, else the environment's first.
 
-One rule for every default split: `agent-env render`'s (train), `eval`'s (test), and the row an MCP session starts
-from (test, else train). A split the caller names is played as named, and refused by the environment if it has none
-of that name. A usual split the environment lacks gives way to the first split the environment has, as its
-`SplitNotFoundError` names them (τ²-bench's mock domain has only `base`), and a warning on the `agent_env` logger
-(stderr, under the command) says so.
+One rule for every default split: `agent-env render`'s (train), `eval`'s (the environment's `evaluation_split`, then
+test), and the row an MCP session starts from (test, else train). A split the caller names is played as named, and
+refused by the environment if it has none of that name. A usual split the environment lacks gives way to the first
+split the environment has, as its `SplitNotFoundError` names them (τ²-bench's mock domain has only `base`), and a
+warning on the `agent_env` logger (stderr, under the command) says so.
 """
 
 from __future__ import annotations

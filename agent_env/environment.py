@@ -25,9 +25,12 @@ class Environment:
 
     Class attributes:
         tools: The published tools, by name, built from the class's `@tool` methods when the class is defined.
+        evaluation_split: The split `agent-env eval` plays when it is told none: the one a benchmark reports on
+            (τ²-bench's `base`). None, the default, for `test`.
     """
 
     tools: ClassVar[ToolSet]
+    evaluation_split: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -767,6 +767,24 @@ class ServedClassProvider(Protocol):
         ...
 
 
+@runtime_checkable
+class ServedSplitProvider(Protocol):
+    """A provider of an environment served elsewhere whose server lists the split the environment names for
+    evaluation (`Environment.evaluation_split`)."""
+
+    def evaluation_split(self) -> str | None: ...
+
+
+def evaluation_split(provider: Provider) -> str | None:
+    """The split `provider`'s environment names for evaluation (`Environment.evaluation_split`), where it can be
+    told: a class in this process, or a server that lists it; else None."""
+    if isinstance(provider, ClassProvider):
+        return provider.environment.evaluation_split
+    if isinstance(provider, ServedSplitProvider):
+        return provider.evaluation_split()
+    return None
+
+
 def tools_published_elsewhere(provider: Provider) -> frozenset[str]:
     """The names of `provider`'s tools whose description and schema another server wrote (an MCP server's), so that
     what they leave unsaid is not a docstring's to fix; none known when the class is not in this process."""

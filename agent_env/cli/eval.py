@@ -116,9 +116,9 @@ def eval_command(
     split: Annotated[
         str | None,
         typer.Option(
-            help="The dataset split whose rows start the episodes; without one, test, or the environment's first "
-            "split if it has no test split.",
-            show_default="test",
+            help="The dataset split whose rows start the episodes; without one, the split the environment names "
+            "for evaluation (tau2-bench's base), else test, or the environment's first split if it has no test split.",
+            show_default="the environment's, else test",
         ),
     ] = None,
     rows: Annotated[

@@ -22,7 +22,7 @@ from agent_env.evaluation._records import RunFile
 from agent_env.evaluation._stats import ArmSummary, Comparison, compare, summarize
 from agent_env.llm import ChatClient, Endpoint, Sampling
 from agent_env.schema import fingerprint
-from agent_env.session import Provider
+from agent_env.session import Provider, evaluation_split
 from agent_env.users import USER_CHANNEL
 
 DEFAULT_OUT = "eval.jsonl"
@@ -182,7 +182,8 @@ async def aevaluate(
         if max_turns is None:
             max_turns = default_max_turns(published)
         if rows is None:
-            split = split_to_play(env.provider.dataset_rows, split, (DEFAULT_SPLIT,), env.provider.name)
+            usual = tuple(dict.fromkeys(s for s in (evaluation_split(env.provider), DEFAULT_SPLIT) if s))
+            split = split_to_play(env.provider.dataset_rows, split, usual, env.provider.name)
         split = split or DEFAULT_SPLIT
         tasks = plan(env.provider, split, episodes, given_rows(env.provider, rows), trials)
         settings = {

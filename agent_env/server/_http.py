@@ -107,6 +107,8 @@ class ControlApi:
         reference = class_reference(environment)
         if reference is not None:  # a client with the class at hand shows the lossy arm of its own methods
             listing["class"] = reference
+        if environment.evaluation_split is not None:  # what eval plays untold, wherever the environment runs
+            listing["evaluation_split"] = environment.evaluation_split
         self._tool_listing = json.dumps(listing, ensure_ascii=False, separators=(",", ":")).encode()
 
     def routes(self) -> list[BaseRoute]:

@@ -111,6 +111,7 @@ class RemoteProvider:
         self._lock = threading.Lock()
         self._tools: list[dict[str, Any]] | None = None
         self._class: str | None = None
+        self._evaluation_split: str | None = None
         self._served: dict[str, str] = {}
         """The split of each row this provider read from the server, by the row's digest (not pickled)."""
         self.name: str = name if name is not None else self._fetch_listing()
@@ -128,6 +129,13 @@ class RemoteProvider:
         if self._tools is None:
             self._fetch_listing()
         return self._class
+
+    def evaluation_split(self) -> str | None:
+        """The split the served environment names for evaluation (`Environment.evaluation_split`), listed with the
+        tools; None when it names none."""
+        if self._tools is None:
+            self._fetch_listing()
+        return self._evaluation_split
 
     def open(self) -> RemoteSession:
         """A new session; its server-side episode is opened by the first `reset`."""
@@ -241,6 +249,8 @@ class RemoteProvider:
         self._tools = listing["tools"]
         served = listing.get("class")
         self._class = served if isinstance(served, str) else None
+        split = listing.get("evaluation_split")
+        self._evaluation_split = split if isinstance(split, str) else None
         name: str = listing["environment"]
         return name
 

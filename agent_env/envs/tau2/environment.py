@@ -117,6 +117,9 @@ class Tau2Environment(UserChat, Environment):
     user_store: ClassVar[type[Store]] = Store
     files: ClassVar[DomainFiles] = DomainFiles()
     solo: ClassVar[bool] = False
+    evaluation_split: ClassVar[str | None] = "base"
+    """What `agent-env eval` plays untold: tau2-bench's default split for every domain (its `--task-split-name`,
+    `src/tau2/cli.py`), and the leaderboard's."""
     """τ²-bench's solo mode: no user; the agent holds the user's tools beside its own (see `solo_environment`)."""
     _undo_failures: ClassVar[bool] = True
     """Whether what a failed call changed is undone: always, but where bench/tau2_upstream.py holds the tools' own

@@ -14,8 +14,10 @@ from typer.testing import CliRunner
 
 from agent_env import AgentEnv
 from agent_env.cli import app
+from agent_env.errors import SplitNotFoundError
 from agent_env.evaluation._episode import DEFAULT_MAX_TURNS, USER_MAX_TURNS
 from testbed.scripted import Answer, call, completion, scripted
+from testbed.toy import ToyDesk
 from tst.support import tau2_folder
 from tst.unit.evaluation.user_protocol_test import CREATE, agent_that, user_that_stops
 
@@ -216,20 +218,35 @@ def test_the_help_says_max_retries_and_timeout_are_the_agents_and_where_the_user
     assert "--timeout and --max-retries are the agent's endpoint's only" in help_text
 
 
-def test_without_a_split_a_domain_without_a_test_split_plays_its_first_and_says_so(tmp_path, caplog):
+class OnlyHeldOut(ToyDesk):
+    """An environment whose one split is `held_out`, and which names none for evaluation."""
+
+    def dataset_rows(self, split: str) -> list[dict[str, Any]]:
+        if split != "held_out":
+            raise SplitNotFoundError(f"OnlyHeldOut has no split {split!r}", splits=["held_out"])
+        return super().dataset_rows(split)
+
+
+def test_without_a_split_an_environment_without_a_test_split_plays_its_first_and_says_so(tmp_path, caplog):
     out = tmp_path / "run.jsonl"
     with scripted(creates_then_says_done) as model:
         with caplog.at_level(logging.WARNING, logger="agent_env"):  # a warning: stderr under the command
-            result = invoke("tau2-mock", "--episodes", "1", "--base-url", model.url, "--out", str(out))
+            result = invoke(
+                f"{__name__}:OnlyHeldOut", "--episodes", "1", "--base-url", model.url, "--out", str(out)
+            )
+            mock = invoke(
+                "tau2-mock", "--episodes", "1", "--base-url", model.url, "--out", str(tmp_path / "m")
+            )
         refused = invoke(
             "tau2-mock", "--split", "test", "--base-url", model.url, "--out", str(tmp_path / "t")
         )
-    assert result.exit_code == 0, result.output
-    assert json.loads(out.read_text().splitlines()[0])["split"] == "base"
-    assert (
-        "agent_env: no split was named and Tau2Mock has no 'test' split: its first split, 'base', is used instead"
-        in caplog.messages
-    )
+    assert result.exit_code == 0 and mock.exit_code == 0, result.output + mock.output
+    assert json.loads(out.read_text().splitlines()[0])["split"] == "held_out"
+    assert json.loads((tmp_path / "m").read_text().splitlines()[0])["split"] == "base"  # the one it names
+    assert caplog.messages == [
+        "agent_env: no split was named and OnlyHeldOut has no 'test' split: its first split, 'held_out', is used "
+        "instead"
+    ]
     assert refused.exit_code == 2  # a split named is played as named, or refused
     assert refused.stderr.strip() == "agent-env eval: τ²-bench mock has no split 'test'; its splits are base"
 
@@ -276,3 +293,29 @@ def test_rows_built_with_the_scripted_users_opening_are_refused_when_a_model_pla
     assert all("opens with the scripted user's words" in episode["error"] for episode in episodes)
     assert "Build the rows with this environment" in episodes[0]["error"]
     assert user.requests == [] and model.requests == []
+
+
+def test_untold_eval_plays_tau2_benchs_default_split_in_process_and_served_and_test_elsewhere(tmp_path):
+    from agent_env.envs.tau2.airline import Tau2Airline
+    from agent_env.server.app import build_app
+    from tst.unit.server.running import running
+
+    base = AgentEnv.local("tau2-airline").dataset("base")[0]["task_id"]
+    assert base not in {row["task_id"] for row in AgentEnv.local("tau2-airline").dataset("test")}
+
+    def first_played(environment: str, name: str) -> tuple[str, str]:
+        out = tmp_path / f"{name}.jsonl"
+        result = invoke(environment, "--episodes", "1", "--max-turns", "2", "--base-url", model.url,
+                        "--out", str(out))  # fmt: skip
+        assert result.exit_code == 0, result.output
+        header, episode, *_ = (json.loads(line) for line in out.read_text().splitlines())
+        return header["split"], episode["episode"]
+
+    say_hello = lambda body, headers: Answer(completion("Hello, how can I help?"))  # noqa: E731
+    with scripted(say_hello) as model, running(build_app(Tau2Airline)) as url:
+        assert first_played("tau2-airline", "local") == (
+            "base",
+            base,
+        )  # the leaderboard's, as tau2-bench plays
+        assert first_played(url, "served") == ("base", base)  # the server lists it with the tools
+        assert first_played("testbed.toy:ToyDesk", "toy")[0] == "test"  # an environment that names none
