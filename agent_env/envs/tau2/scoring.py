@@ -82,7 +82,10 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
     """The reward of `env`'s episode and its breakdown (JSON values): `reward`, `basis`, `parts` (each with its
     `reward` and `why`), `checks` (each `{"part", "check", "met", "basis"}`), `checks_reward`, `ended` and
     `termination`, `scored`, `official`, `faults` (the failed attempts of the user's and the judge's endpoints,
-    retried ones included, as `user_...` and `judge_...` kinds), and `note` where something is left out.
+    retried ones included, as `user_...` and `judge_...` kinds), `calls` (every call of the trajectory, the
+    conversation's before the task and the episode's, the agent's and the user's own, in the order they ran, each
+    `{"requestor", "name", "arguments", "result", "error"}`: what tau2-bench's evaluator replays, and what the
+    agent's transcript lacks of it, the user's calls), and `note` where something is left out.
 
     Raises:
         JudgeEndpointError: The judge failed, or the task's reward has nothing but assertions to judge and no judge
@@ -97,7 +100,12 @@ def score(env: Episode, termination: Termination) -> dict[str, Any]:
         "scored": termination in SCORED,
         "user": SOLO_USER if env.solo else env.user.describe(),
         "faults": env.chat.reported_faults() if env.chat is not None else {},
-    }
+        "calls": [
+            {"requestor": call.requestor, "name": call.name, "arguments": call.arguments, "result": call.result,
+             "error": call.error}
+            for call in env.calls
+        ],
+    }  # fmt: skip
     if isinstance(env.user, ScriptedUser) and not env.solo:
         breakdown["user_note"] = (
             "the user is scripted (no model plays it): not τ²-bench's simulated user, so the reward is not "

@@ -275,6 +275,9 @@ def test_a_telecom_run_plays_the_users_own_calls_inside_its_replies_and_scores_t
         "Done. This is what it shows now:"
     )
     assert not any(message.get("tool_calls") for message in second)
+    [made] = episode["breakdown"]["calls"]  # the record keeps what the agent never saw, for a replay to score
+    assert (made["requestor"], made["name"], made["arguments"], made["error"]) == ("user", "toggle_roaming", {}, False)
+    assert made["result"].startswith("Data Roaming is now ON.")
 
 
 def test_rows_built_with_the_scripted_users_opening_are_refused_when_a_model_plays_the_user(tmp_path):
