@@ -276,7 +276,12 @@ def test_a_telecom_run_plays_the_users_own_calls_inside_its_replies_and_scores_t
     )
     assert not any(message.get("tool_calls") for message in second)
     [made] = episode["breakdown"]["calls"]  # the record keeps what the agent never saw, for a replay to score
-    assert (made["requestor"], made["name"], made["arguments"], made["error"]) == ("user", "toggle_roaming", {}, False)
+    assert [made[key] for key in ("requestor", "name", "arguments", "error")] == [
+        "user",
+        "toggle_roaming",
+        {},
+        False,
+    ]
     assert made["result"].startswith("Data Roaming is now ON.")
 
 
