@@ -156,12 +156,13 @@ class ChatClient:
         (`\\u0073k-...` in a tool call's raw arguments), in text that is JSON or not (arguments cut off at
         `max_tokens`, or with an escape JSON has not: the escapes are read leniently, and the key is cut from the
         text as written). For free text the server or an error wrote, never for the run's own fields: a
-        placeholder key ("EMPTY", "test") is an ordinary word."""
+        placeholder key ("EMPTY", "test") is an ordinary word. A key shorter than `SHORT_KEY` characters is cut only
+        where it stands as a word of its own (`x` as a key leaves "Excellent" whole); a longer one wherever it is."""
         secret = self._secret
         if secret is None:
             return text
         for form in (secret, json.dumps(secret)[1:-1]):
-            text = text.replace(form, SCRUBBED)
+            text = _cut(text, form) if len(secret) < SHORT_KEY else text.replace(form, SCRUBBED)
         if "\\" in text:
             text = scrub_escaped(text, secret)
         return text
@@ -367,6 +368,33 @@ class ChatClient:
 
 SCRUBBED = "[API key]"
 """What stands where the API key was."""
+SHORT_KEY = 16
+"""Keys shorter than this (placeholders such as "EMPTY", "x"; no service issues secrets so short) are cut from text
+only where they stand as a word of their own: cut from inside words, they would cut letters out of the text."""
+_WORD = re.compile(r"\w")
+
+
+def _occurrences(text: str, secret: str) -> list[int]:
+    """Where `secret` starts in `text`; for a short key only where it stands as a word of its own (no letter or
+    digit right before or after it that it does not begin or end with one of)."""
+    found, start = [], text.find(secret)
+    while start != -1:
+        end = start + len(secret)
+        whole = len(secret) >= SHORT_KEY or (
+            not (start > 0 and _WORD.match(text[start - 1]) and _WORD.match(secret[0]))
+            and not (end < len(text) and _WORD.match(text[end]) and _WORD.match(secret[-1]))
+        )
+        if whole:
+            found.append(start)
+        start = text.find(secret, end if whole else start + 1)
+    return found
+
+
+def _cut(text: str, form: str) -> str:
+    """`text` with each occurrence of `form` (the key as written) that `_occurrences` finds written as `SCRUBBED`."""
+    for start in reversed(_occurrences(text, form)):
+        text = text[:start] + SCRUBBED + text[start + len(form) :]
+    return text
 ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
 """A JSON escape: `\\uXXXX`, or one of the one-letter ones."""
 _ONE_LETTER = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -386,10 +414,8 @@ def scrub_escaped(text: str, secret: str) -> str:
             break
         spans = [(spans[start][0], spans[end - 1][1]) for start, end in inner]  # back to `text`'s own places
         current = decoded
-        start = current.find(secret)
-        while start != -1:
+        for start in _occurrences(current, secret):
             found.append((spans[start][0], spans[start + len(secret) - 1][1]))
-            start = current.find(secret, start + len(secret))
     for start, end in sorted(_merged(found), reverse=True):
         text = text[:start] + SCRUBBED + text[end:]
     return text

@@ -241,3 +241,21 @@ def test_text_without_the_key_is_left_exactly_as_written(keyed):
 
     raw = '{"a": "\\u00e9\\q\\\\u0073k-other", "b": "sk-SECRETKEY12345"}'  # one character short of the key
     assert ChatClient(Endpoint()).scrub(raw) == raw
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "scrubbed"),
+    [
+        ("x", "Excellent: fix it, x.", "Excellent: fix it, [API key]."),  # a placeholder cuts no word apart
+        ("none", "none of it; key=none", "[API key] of it; key=[API key]"),
+        ("none", '{"k": "\\u006eone", "w": "nonesuch"}', '{"k": "[API key]", "w": "nonesuch"}'),
+        ("sk-0123456789abcdef", "Xsk-0123456789abcdefY", "X[API key]Y"),  # a key of 16 or more: anywhere
+    ],
+)
+def test_a_short_key_is_cut_only_as_a_word_of_its_own_and_a_long_one_wherever_it_is(
+    monkeypatch, key, text, scrubbed
+):
+    from agent_env.llm import ChatClient, Endpoint
+
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    assert ChatClient(Endpoint()).scrub(text) == scrubbed
