@@ -374,6 +374,13 @@ only where they stand as a word of their own: cut from inside words, they would 
 _WORD = re.compile(r"\w")
 
 
+ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+"""A JSON escape: `\\uXXXX`, or one of the one-letter ones."""
+_ONE_LETTER = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+ESCAPED_DEPTH = 3
+"""How many times over text is read for escapes (JSON in a JSON string in a JSON string)."""
+
+
 def _occurrences(text: str, secret: str) -> list[int]:
     """Where `secret` starts in `text`; for a short key only where it stands as a word of its own (no letter or
     digit right before or after it that it does not begin or end with one of)."""
@@ -395,11 +402,6 @@ def _cut(text: str, form: str) -> str:
     for start in reversed(_occurrences(text, form)):
         text = text[:start] + SCRUBBED + text[start + len(form) :]
     return text
-ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
-"""A JSON escape: `\\uXXXX`, or one of the one-letter ones."""
-_ONE_LETTER = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-ESCAPED_DEPTH = 3
-"""How many times over text is read for escapes (JSON in a JSON string in a JSON string)."""
 
 
 def scrub_escaped(text: str, secret: str) -> str:
