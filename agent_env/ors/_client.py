@@ -333,11 +333,13 @@ class ORSClient:
 
     async def _call_once(self, path: str, sid: str, body: dict[str, Any]) -> str:
         task_id: str | None = None
+        streaming = False  # once the server has answered the call and its stream has begun
         try:
             async with self._http.stream(
                 "POST", path, json=body, headers={**_SSE, wire.SESSION_HEADER: sid}
             ) as response:
                 await self._check(response, path, sid)
+                streaming = True
                 reader, chunks = wire.EventReader(), []
                 async for line in response.aiter_lines():
                     event = _read(reader, line, self._at(path), self.key)
@@ -364,7 +366,15 @@ class ORSClient:
                             f"{self._at(path)} sent an event of no kind this wire has: {kind!r}"
                         )
         except httpx.HTTPError as error:
-            fault = _transport_fault(error, self._at(path), sent=not isinstance(error, _NOT_SENT))
+            if streaming and not isinstance(
+                error, httpx.TimeoutException
+            ):  # the connection dropped mid-stream
+                cut_short = ORSStreamError(
+                    f"{self._at(path)} cut the call's stream short: {type(error).__name__}"
+                )
+                fault = _Transient(cut_short, sent=True)
+            else:
+                fault = _transport_fault(error, self._at(path), sent=not isinstance(error, _NOT_SENT))
             if task_id is not None or "task_id" in body:
                 raise _Resumable(fault, task_id) from None
             raise fault from None
