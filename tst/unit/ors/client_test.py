@@ -344,7 +344,7 @@ def test_a_stream_cut_after_its_task_id_is_resumed_by_it():
     first, resumed = fake.calls()
     assert "task_id" not in first and resumed == {**first, "task_id": "t" * 32}
     assert session.reward() == 1.0
-    assert type(session.environment).faults() == {"stream_cut": 1}  # counted as what it was, though ridden out
+    assert type(session.environment).faults() == {"stream_cut": 1}  # what it was, though ridden out
 
 
 def test_a_stream_that_cannot_be_resumed_is_a_cut_stream_never_a_reward():
