@@ -287,10 +287,10 @@ def eval_command(
     An environment with a simulated user (tau2-airline, tau2-retail, tau2-telecom, tau2-mock) is played by the
     official protocol: a plain reply goes to the user, whose answer comes back as the next user message. --user-*
     name the user's own endpoint (without them the user is scripted, which is not the benchmark's user), each over
-    its key of a -c user='{...}' setting, --judge-* the judge of natural-language assertions likewise, and
-    --trials k gives pass^k. An episode there takes dozens of replies, and reaching --max-turns scores 0, so it defaults to 200.
-    --timeout and --max-retries are the agent's endpoint's only: the user's and the judge's are their own settings,
-    -c user='{"max_retries": N, "timeout": S}' (and -c judge=...).
+    its key of a -c user='{...}' setting, --judge-* the judge of natural-language assertions likewise, and --trials
+    k gives pass^k. An episode there takes dozens of replies, and reaching --max-turns scores 0, so it defaults to
+    200. --timeout and --max-retries are the agent's endpoint's only: the user's and the judge's are their own
+    settings, -c user='{"max_retries": N, "timeout": S}' (and -c judge=...).
     """
     from contextlib import nullcontext
 

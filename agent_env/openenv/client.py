@@ -254,11 +254,12 @@ class OpenEnvSession(Session):
     here first (an unknown tool, arguments that break the schema, no episode running: the in-process errors, and
     nothing is sent). The server's answer then counts: a `done: true` ends the episode, a reward is kept, and a tool
     error comes back as `ToolArgumentError` (`invalid_args`), `UnknownToolError` (`tool_not_found`) or `ToolError`
-    with the server's message. If the connection drops or an answer times out, the server's environment is gone
-    with it: calls fail with `EpisodeNotFoundError` until a `reset` opens a new connection, and the reward of an
-    episode lost so before it ended raises `InfrastructureFailedError` (unscored, left out by a trainer). A call that gets no answer
-    in time (the provider's `timeout`, or what is left of the episode's budget), or that the server says timed out,
-    ends the episode as in process: later calls are refused, and its reward raises `TimedOutEpisodeError`.
+    with the server's message. If the connection drops or an answer times out, the server's environment is gone with
+    it: calls fail with `EpisodeNotFoundError` until a `reset` opens a new connection, and the reward of an episode
+    lost so before it ended raises `InfrastructureFailedError` (unscored, left out by a trainer). A call that gets
+    no answer in time (the provider's `timeout`, or what is left of the episode's budget), or that the server says
+    timed out, ends the episode as in process: later calls are refused, and its reward raises
+    `TimedOutEpisodeError`.
     """
 
     def __init__(self, provider: OpenEnvProvider) -> None:

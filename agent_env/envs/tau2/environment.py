@@ -117,10 +117,10 @@ class Tau2Environment(UserChat, Environment):
     user_store: ClassVar[type[Store]] = Store
     files: ClassVar[DomainFiles] = DomainFiles()
     solo: ClassVar[bool] = False
+    """τ²-bench's solo mode: no user; the agent holds the user's tools beside its own (see `solo_environment`)."""
     evaluation_split: ClassVar[str | None] = "base"
     """What `agent-env eval` plays untold: tau2-bench's default split for every domain (its `--task-split-name`,
     `src/tau2/cli.py`), and the leaderboard's."""
-    """τ²-bench's solo mode: no user; the agent holds the user's tools beside its own (see `solo_environment`)."""
     _undo_failures: ClassVar[bool] = True
     """Whether what a failed call changed is undone: always, but where bench/tau2_upstream.py holds the tools' own
     behaviour to tau2-bench's, which keeps it."""
@@ -262,11 +262,9 @@ class Tau2Environment(UserChat, Environment):
             self.chat = None
             return None
         opening = self.start_chat(self.scenario(task), given, _chat_history(task.history()))
-        if (
-            self.chat is not None
-        ):  # its calls before it wrote, as it answers any message (a step each way a round)
-            calls = self.chat.messages[-1].tool_messages
-            self._stepped(2 * (sum(1 for message in calls if message.get("tool_calls")) or self._user_calls))
+        if self.chat is not None:  # its own calls before it wrote, as in any reply: a step each way a round
+            rounds = sum(1 for message in self.chat.messages[-1].tool_messages if message.get("tool_calls"))
+            self._stepped(2 * (rounds or self._user_calls))
             self._user_calls = 0
         self.transcript.append(("user", opening))
         return None if given is not None else opening
