@@ -568,10 +568,9 @@ def timed_out_episode(
 def lost_episode(
     error: ProviderError, *, environment: str = "", episode: str = ""
 ) -> InfrastructureFailedError:
-    """The error reading the reward of an episode that where it ran lost (`error`: a server that restarted or idled
-    it out, an actor that died, a connection that dropped, a server that cannot be reached), on every kind of
-    session: unscored, since what became of it is unknown, and left out by a trainer (None), as an infrastructure
-    failure."""
+    """The error reading the reward of an episode lost where it ran (`error`: a server that restarted or idled it
+    out, an actor that died, a connection that dropped, a server that cannot be reached), on every kind of session:
+    unscored, since what became of it is unknown, and left out by a trainer (None), as an infrastructure failure."""
     failure = InfrastructureFailedError(
         f"the episode was lost: {error}", environment=environment, episode=episode, cause=error
     )

@@ -340,9 +340,7 @@ class OpenEnvSession(Session):
                 raise nothing_to_score()
             if self._timed_out is not None:
                 raise timed_out_episode(self._timed_out, environment=self.provider.name, episode=self.episode)
-            if (
-                self._lost is not None and self.state is EpisodeState.RUNNING
-            ):  # gone with its connection, unended
+            if self._lost is not None and self.state is EpisodeState.RUNNING:  # gone with its connection
                 raise lost_episode(
                     EpisodeNotFoundError(self._lost), environment=self.provider.name, episode=self.episode
                 )

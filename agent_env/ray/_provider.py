@@ -356,11 +356,10 @@ class RaySession(Session):
     that actor, as `LocalSession` does in process (or a fresh one, anywhere, if the actor has lost it). A call or
     reward before any `reset` opens the episode without starting it, so the actor answers with the very error a
     `LocalSession` raises. When the episode is lost (its actor died or restarted, or idled it out), the call that
-    finds it gone raises `EpisodeNotFoundError` and this session lets go of it: the episode has ended, later calls are
-    refused, and its reward raises `InfrastructureFailedError` (unscored, left out by a trainer); the next `reset`
-    starts a new one.
-    A call that does not finish in time ends the episode as in process: later calls are refused, and its reward
-    raises `TimedOutEpisodeError`.
+    finds it gone raises `EpisodeNotFoundError` and this session lets go of it: the episode has ended, later calls
+    are refused, and its reward raises `InfrastructureFailedError` (unscored, left out by a trainer); the next
+    `reset` starts a new one. A call that does not finish in time ends the episode as in process: later calls are
+    refused, and its reward raises `TimedOutEpisodeError`.
     """
 
     def __init__(self, provider: RayProvider) -> None:

@@ -295,13 +295,13 @@ class RemoteSession(Session):
     The first `reset` opens the episode on the server (waiting for room on a full server, within the provider's
     `capacity_wait`); later ones start the next episode in the same server-side environment instance, as
     `LocalSession` does in process (or a fresh one if the server has forgotten the old). A call or reward before any
-    `reset` opens the episode without starting it, so the server answers with the very error a `LocalSession` raises.
-    When the server has forgotten the episode (it restarted, or idled it out), the call that finds it gone raises
-    `EpisodeNotFoundError` and this session lets go of it: the episode has ended, later calls are refused, and its
-    reward raises `InfrastructureFailedError` (unscored, left out by a trainer), as it does when the server cannot be
-    reached to read it; the next `reset` starts a new one. A call
-    that does not finish in time (the server's call timeout or episode budget, or the client's `timeout`) ends the
-    episode as in process: later calls are refused, and its reward raises `TimedOutEpisodeError`.
+    `reset` opens the episode without starting it, so the server answers with the very error a `LocalSession`
+    raises. When the server has forgotten the episode (it restarted, or idled it out), the call that finds it gone
+    raises `EpisodeNotFoundError` and this session lets go of it: the episode has ended, later calls are refused,
+    and its reward raises `InfrastructureFailedError` (unscored, left out by a trainer), as it does when the server
+    cannot be reached to read it; the next `reset` starts a new one. A call that does not finish in time (the
+    server's call timeout or episode budget, or the client's `timeout`) ends the episode as in process: later calls
+    are refused, and its reward raises `TimedOutEpisodeError`.
     """
 
     def __init__(self, provider: RemoteProvider) -> None:
