@@ -372,8 +372,6 @@ SHORT_KEY = 16
 """Keys shorter than this (placeholders such as "EMPTY", "x"; no service issues secrets so short) are cut from text
 only where they stand as a word of their own: cut from inside words, they would cut letters out of the text."""
 _WORD = re.compile(r"\w")
-
-
 ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
 """A JSON escape: `\\uXXXX`, or one of the one-letter ones."""
 _ONE_LETTER = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}

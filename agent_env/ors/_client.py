@@ -366,13 +366,9 @@ class ORSClient:
                             f"{self._at(path)} sent an event of no kind this wire has: {kind!r}"
                         )
         except httpx.HTTPError as error:
-            if streaming and not isinstance(
-                error, httpx.TimeoutException
-            ):  # the connection dropped mid-stream
-                cut_short = ORSStreamError(
-                    f"{self._at(path)} cut the call's stream short: {type(error).__name__}"
-                )
-                fault = _Transient(cut_short, sent=True)
+            if streaming and not isinstance(error, httpx.TimeoutException):  # dropped mid-stream
+                said = f"{self._at(path)} cut the call's stream short: {type(error).__name__}"
+                fault = _Transient(ORSStreamError(said), sent=True)
             else:
                 fault = _transport_fault(error, self._at(path), sent=not isinstance(error, _NOT_SENT))
             if task_id is not None or "task_id" in body:
